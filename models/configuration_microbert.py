@@ -1,0 +1,127 @@
+"""Configuration for MicroBERT encoders with optional syntax-aware attention.
+
+The defaults are the µB size of SPEC §C (hidden 128, 3 layers, 8 heads of 16 dims, intermediate 512,
+512 positions).  Everything else is a `BertConfig` default (GELU, dropout 0.1).
+
+Two settings deviate from the reference deliberately:
+
+* `position_embedding_type` defaults to ``"absolute"``.  transformers 5 dropped relative position
+  embeddings from `BertModel`, and an encoder pretrained without SLA must load with stock
+  `transformers.AutoModel`.  The reference's ``"relative_key_query"`` (SPEC §C) stays available as an
+  explicit option, implemented in `modeling_microbert.MicroBertSelfAttention`; such encoders are
+  saved as ``model_type="microbert"``.
+* SLA's [SEP] row and its "no parse" behaviour are explicit choices (see `sla_without_parse` and
+  `trees.sla_allowed_mask`), not the reference's silent fallback (SPEC §F, §L6).
+"""
+
+from transformers import BertConfig
+
+SYNTAX_ATTENTION_TYPES = (None, "sla")
+POSITION_EMBEDDING_TYPES = ("absolute", "relative_key_query")
+SLA_WITHOUT_PARSE_MODES = ("error", "global")
+PRETRAINING_OBJECTIVES = "MXPT"  # MLM, XPOS tagging, SynCLM phrase loss, SynCLM tree loss
+PHRASE_SIMILARITIES = ("paper", "reference")
+
+
+class MicroBertConfig(BertConfig):
+    r"""
+    Config of a `MicroBertModel`: a `BertConfig` with µB defaults plus the attention-variant fields.
+
+    Args:
+        syntax_attention (`str` or `None`, defaults to `None`):
+            `None` for plain self-attention, or ``"sla"`` for syntax-aware local attention
+            (paper Appendix A.1, Eq. 4-8; SPEC §F).  SLA adds one gate `Linear(hidden, 1)` per layer.
+        sla_max_distance (`int`, defaults to 4):
+            δ of paper Eq. 5: a key is visible to the local branch iff its windowed tree distance is ≤ δ.
+        sla_window (`int`, defaults to 1):
+            Half-width w of the window of Eq. 4: D'(i, j) = min over k in {i-w, ..., i+w} of D(k, j).
+            ``1`` is the paper's {i-1, i, i+1}; ``0`` disables windowing.
+        sla_reference_window (`bool`, defaults to `False`):
+            Reproduce the reference code's window {i-1, i} (SPEC §L6) instead of the symmetric one.
+        sla_without_parse (`str`, defaults to ``"error"``):
+            What an SLA model does when `forward` gets no syntax mask (e.g. fine-tuning without parses):
+            ``"error"`` raises; ``"global"`` runs plain global attention and ignores the gates.
+            The reference silently did the latter; here it has to be asked for.
+        position_embedding_type (`str`, defaults to ``"absolute"``):
+            ``"absolute"`` (stock BERT) or ``"relative_key_query"`` (the reference's setting, SPEC §C:
+            no absolute position embeddings are added; each layer has a (2·max_positions−1)×head_dim
+            distance table used on both queries and keys, as in transformers 4.x).
+        pretraining_objectives (`str`, defaults to ``"M"``):
+            Letters of the losses `MicroBertForPretraining` sums (paper §4): M = MLM, X = XPOS tagging,
+            P = SynCLM phrase loss, T = SynCLM tree loss.  SLA is `syntax_attention`, not a letter.
+        num_xpos_labels (`int`, defaults to 0):
+            Size of the XPOS tag set; required (> 0) when X is among the objectives.
+        phrase_similarity (`str`, defaults to ``"paper"``):
+            ``"paper"``: sim = −JSD on pre-dropout attention (Eq. 11, SPEC §D recommendation);
+            ``"reference"``: sim = +JSD/n on post-dropout attention (the reference code, SPEC §L1-L2).
+        contrastive_temperature (`float`, defaults to 0.1): τ of InfoNCE (Eq. 10) for P and T.
+        phrase_max_negatives (`int`, defaults to 10), tree_max_negatives (`int`, defaults to 10),
+        tree_top_k (`int`, defaults to 3): sampler and loss sizes of SPEC §D-E.
+    """
+
+    model_type = "microbert"
+
+    vocab_size: int = 8000
+    hidden_size: int = 128
+    num_hidden_layers: int = 3
+    num_attention_heads: int = 8
+    intermediate_size: int = 512
+    max_position_embeddings: int = 512
+
+    position_embedding_type: str = "absolute"
+    syntax_attention: str | None = None
+    sla_max_distance: int = 4
+    sla_window: int = 1
+    sla_reference_window: bool = False
+    sla_without_parse: str = "error"
+
+    pretraining_objectives: str = "M"
+    num_xpos_labels: int = 0
+    phrase_similarity: str = "paper"
+    contrastive_temperature: float = 0.1
+    phrase_max_negatives: int = 10
+    tree_max_negatives: int = 10
+    tree_top_k: int = 3
+
+    def __post_init__(self, **kwargs):
+        if self.syntax_attention not in SYNTAX_ATTENTION_TYPES:
+            raise ValueError(f"syntax_attention must be one of {SYNTAX_ATTENTION_TYPES}, got {self.syntax_attention!r}")
+        if self.position_embedding_type not in POSITION_EMBEDDING_TYPES:
+            raise ValueError(
+                f"position_embedding_type must be one of {POSITION_EMBEDDING_TYPES}, "
+                f"got {self.position_embedding_type!r}"
+            )
+        if self.sla_without_parse not in SLA_WITHOUT_PARSE_MODES:
+            raise ValueError(
+                f"sla_without_parse must be one of {SLA_WITHOUT_PARSE_MODES}, got {self.sla_without_parse!r}"
+            )
+        unknown = set(self.pretraining_objectives) - set(PRETRAINING_OBJECTIVES)
+        if unknown or "M" not in self.pretraining_objectives:
+            raise ValueError(
+                f"pretraining_objectives must contain M and only letters of {PRETRAINING_OBJECTIVES!r}, "
+                f"got {self.pretraining_objectives!r}"
+            )
+        if "X" in self.pretraining_objectives and self.num_xpos_labels <= 0:
+            raise ValueError("the X objective needs num_xpos_labels > 0")
+        if self.phrase_similarity not in PHRASE_SIMILARITIES:
+            raise ValueError(f"phrase_similarity must be one of {PHRASE_SIMILARITIES}, got {self.phrase_similarity!r}")
+        if self.sla_max_distance < 0 or self.sla_window < 0:
+            raise ValueError("sla_max_distance and sla_window must be non-negative")
+        super().__post_init__(**kwargs)
+
+    @property
+    def is_stock_bert_compatible(self) -> bool:
+        """True when the encoder's weights and computation are exactly those of a stock `BertModel`."""
+        return self.syntax_attention is None and self.position_embedding_type == "absolute"
+
+    @property
+    def microbert_only_keys(self) -> tuple[str, ...]:
+        """Fields that only matter to MicroBERT code; dropped when exporting a stock `bert` config."""
+        return (
+            "syntax_attention", "sla_max_distance", "sla_window", "sla_reference_window", "sla_without_parse",
+            "pretraining_objectives", "num_xpos_labels", "phrase_similarity", "contrastive_temperature",
+            "phrase_max_negatives", "tree_max_negatives", "tree_top_k", "position_embedding_type",
+        )
+
+
+__all__ = ["MicroBertConfig"]

@@ -1,0 +1,365 @@
+"""Tree utilities, the SLA mask and the SynCLM samplers against brute force (SPEC §D-F, §L).
+
+Real trees come from the shared UD dev files (read-only, never copied into the repo); each is also
+expanded to subwords by splitting some words into pieces the way SPEC §A.7 does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import deque
+from pathlib import Path
+
+import pytest
+import torch
+
+from models.trees import (
+    NO_PATH,
+    TreeStructure,
+    additive_attention_mask,
+    sample_phrase_triples,
+    sample_tree_sets,
+    sla_allowed_mask,
+    tree_distance,
+)
+
+UD_FILES = [
+    Path("/work/shared/data/wolof/ud/wo_wtb-ud-dev.conllu"),
+    Path("/work/shared/data/coptic/ud/cop_scriptorium-ud-dev.conllu"),
+]
+SENTENCES_PER_FILE = 12
+MAX_LENGTH = 72
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def expand_to_subwords(word_heads: list[int], pieces: list[int]) -> list[int]:
+    """SPEC §A.7: first piece gets the head word's first piece (0 for the root); others point at
+    their own first piece.  Returns 1-based subword heads."""
+    first_piece, position = [], 1
+    for count in pieces:
+        first_piece.append(position)
+        position += count
+    heads = []
+    for word, count in enumerate(pieces):
+        head_word = word_heads[word]
+        heads.append(0 if head_word == 0 else first_piece[head_word - 1])
+        heads.extend([first_piece[word]] * (count - 1))
+    return heads
+
+
+def pad_batch(sentences: list[list[int]], extra_padding: int = 3) -> torch.Tensor:
+    """1-based heads per sentence → (B, T) batch tensor with [CLS], [SEP] and padding at −1."""
+    length = max(len(s) for s in sentences) + 2 + extra_padding
+    batch = torch.full((len(sentences), length), -1, dtype=torch.long)
+    for row, heads in enumerate(sentences):
+        batch[row, 1 : len(heads) + 1] = torch.tensor(heads)
+    return batch
+
+
+def load_ud_trees() -> list[list[int]]:
+    """Word-level heads of the first few mid-length sentences of each shared UD dev file."""
+    conllu = pytest.importorskip("conllu")
+    trees = []
+    for path in UD_FILES:
+        if not path.exists():
+            continue
+        with path.open(encoding="utf-8") as handle:
+            sentences = (
+                [token["head"] for token in sentence if isinstance(token["id"], int)]
+                for sentence in conllu.parse_incr(handle)
+            )
+            suitable = (heads for heads in sentences if 3 <= len(heads) <= MAX_LENGTH // 2)
+            trees.extend(itertools.islice(suitable, SENTENCES_PER_FILE))
+    if not trees:
+        pytest.skip("shared UD dev files are not available")
+    return trees
+
+
+@pytest.fixture(scope="module")
+def ud_batches() -> list[torch.Tensor]:
+    """Word-level and subword-expanded batches of real UD trees."""
+    word_trees = load_ud_trees()
+    rng = random.Random(13)
+    subword_trees = [expand_to_subwords(t, [rng.choice([1, 1, 2, 3]) for _ in t]) for t in word_trees]
+    return [pad_batch(word_trees), pad_batch(subword_trees)]
+
+
+def random_tree(rng: random.Random, n: int) -> list[int]:
+    order = list(range(1, n + 1))
+    rng.shuffle(order)
+    heads = [0] * (n + 1)
+    for index, node in enumerate(order[1:], start=1):
+        heads[node] = rng.choice(order[:index])
+    return heads[1:]
+
+
+def adjacency(heads: list[int]) -> dict[int, list[int]]:
+    edges = {i: [] for i in range(1, len(heads) + 1)}
+    for child, head in enumerate(heads, start=1):
+        if head > 0:
+            edges[child].append(head)
+            edges[head].append(child)
+    return edges
+
+
+def bfs_distances(heads: list[int]) -> dict[tuple[int, int], int]:
+    edges, distances = adjacency(heads), {}
+    for source in edges:
+        seen, queue = {source: 0}, deque([source])
+        while queue:
+            node = queue.popleft()
+            for other in edges[node]:
+                if other not in seen:
+                    seen[other] = seen[node] + 1
+                    queue.append(other)
+        distances.update({(source, target): d for target, d in seen.items()})
+    return distances
+
+
+def brute_force_sla(heads: list[int], length: int, delta: int, window: int, reference_window=False) -> torch.Tensor:
+    """Eq. 4-5 literally, plus the documented special rows/columns of `sla_allowed_mask`."""
+    n, distances = len(heads), bfs_distances(heads)
+    allowed = torch.zeros(length, length, dtype=torch.bool)
+    for i in range(1, n + 1):
+        ks = range(i - window, i + 1) if reference_window else range(i - window, i + window + 1)
+        ks = [k for k in ks if 1 <= k <= n]
+        for j in range(1, n + 1):
+            allowed[i, j] = min(distances[(k, j)] for k in ks) <= delta
+    allowed[:, 0] = True
+    allowed[:, n + 1] = True
+    allowed[0, 1 : n + 1] = True
+    return allowed
+
+
+def children_of(heads: list[int]) -> dict[int, list[int]]:
+    children = {i: [] for i in range(len(heads) + 1)}
+    for child, head in enumerate(heads, start=1):
+        children[head].append(child)
+    return children
+
+
+def subtree_set(heads: list[int], root: int) -> set[int]:
+    children, members, stack = children_of(heads), set(), [root]
+    while stack:
+        node = stack.pop()
+        members.add(node)
+        stack.extend(children[node])
+    return members
+
+
+def height(heads: list[int], root: int) -> int:
+    children = children_of(heads)
+    return 1 + max((height(heads, c) for c in children[root]), default=0)
+
+
+def ancestors(heads: list[int], node: int) -> set[int]:
+    result = set()
+    while heads[node - 1] != 0:
+        node = heads[node - 1]
+        result.add(node)
+    return result
+
+
+def row_heads(batch: torch.Tensor, row: int) -> list[int]:
+    values = batch[row]
+    return values[values >= 0].tolist()
+
+
+# ------------------------------------------------------------------------------ structure
+
+
+def test_structure_on_small_tree():
+    # w1 ← w2 (root) → w3 → w4
+    heads = pad_batch([[2, 0, 2, 3]], extra_padding=1)
+    structure = TreeStructure.from_heads(heads)
+    assert structure.depth[0].tolist() == [0, 2, 1, 2, 3, 0, 0]
+    assert structure.height[0].tolist() == [0, 1, 3, 2, 1, 0, 0]
+    assert structure.subtree_size[0].tolist() == [0, 1, 4, 2, 1, 0, 0]
+    assert structure.ancestors[0, 4].nonzero().flatten().tolist() == [2, 3]
+    assert tree_distance(heads)[0, 1, 4].item() == 3
+    assert tree_distance(heads)[0, 0, 1].item() == NO_PATH
+
+
+def test_cycle_raises():
+    with pytest.raises(ValueError, match="cycle"):
+        TreeStructure.from_heads(pad_batch([[2, 1, 0]]).clone().index_fill_(1, torch.tensor([3]), 1))
+
+
+def test_distance_matches_bfs_and_lca_identity(ud_batches):
+    for batch in ud_batches:
+        distance = tree_distance(batch)
+        structure = TreeStructure.from_heads(batch)
+        assert torch.equal(distance, distance.transpose(1, 2))
+        for row in range(batch.shape[0]):
+            heads = row_heads(batch, row)
+            for (i, j), d in bfs_distances(heads).items():
+                assert distance[row, i, j].item() == d
+            # D_ij = d_i + d_j − 2·d_LCA, checked through explicit ancestor sets
+            depth = structure.depth[row]
+            for i, j in [(1, len(heads)), (len(heads) // 2 or 1, 1)]:
+                common = (ancestors(heads, i) | {i}) & (ancestors(heads, j) | {j})
+                lca_depth = max(depth[k].item() for k in common)
+                assert distance[row, i, j].item() == depth[i].item() + depth[j].item() - 2 * lca_depth
+
+
+def test_structure_matches_python_on_real_trees(ud_batches):
+    for batch in ud_batches:
+        structure = TreeStructure.from_heads(batch)
+        for row in range(batch.shape[0]):
+            heads = row_heads(batch, row)
+            for node in range(1, len(heads) + 1):
+                members = set(structure.subtree[row, node].nonzero().flatten().tolist())
+                assert members == subtree_set(heads, node)
+                assert structure.height[row, node].item() == height(heads, node)
+
+
+# ------------------------------------------------------------------------------ SLA mask
+
+
+def test_sla_delta_zero_without_window_is_identity_plus_specials():
+    batch = pad_batch([[2, 0, 2, 3], [0, 1]])
+    allowed = sla_allowed_mask(batch, max_distance=0, window=0)
+    for row, n in enumerate([4, 2]):
+        expected = torch.zeros_like(allowed[row])
+        expected[torch.arange(1, n + 1), torch.arange(1, n + 1)] = True
+        expected[:, 0] = True
+        expected[:, n + 1] = True
+        expected[0, : n + 2] = True
+        assert torch.equal(allowed[row], expected)
+
+
+def test_sla_matches_brute_force_on_real_trees(ud_batches):
+    for batch in ud_batches:
+        for delta, window, reference in [(0, 0, False), (1, 1, False), (2, 1, False), (4, 1, False), (3, 1, True), (2, 2, False)]:
+            allowed = sla_allowed_mask(batch, delta, window=window, reference_window=reference)
+            for row in range(batch.shape[0]):
+                expected = brute_force_sla(row_heads(batch, row), batch.shape[1], delta, window, reference)
+                assert torch.equal(allowed[row], expected), (delta, window, reference, row)
+
+
+def test_sla_invariants(ud_batches):
+    for batch in ud_batches:
+        structure = TreeStructure.from_heads(batch)
+        n = structure.num_nodes
+        length = batch.shape[1]
+        positions = torch.arange(length)
+        non_padding = positions[None] <= (n + 1)[:, None]
+        previous = None
+        for delta in range(0, 8):
+            allowed = sla_allowed_mask(batch, delta, structure=structure)
+            diagonal = allowed.diagonal(dim1=1, dim2=2)
+            assert diagonal[non_padding].all()
+            assert not (allowed & ~non_padding[:, None, :]).any(), "padding columns must stay blocked"
+            assert allowed.any(-1).all(), "every row (incl. [SEP] and padding) needs an allowed entry"
+            if previous is not None:
+                assert not (previous & ~allowed).any(), "mask must grow with δ"
+            previous = allowed
+        diameter = int(structure.distance().masked_fill(~structure.is_node[:, :, None] | ~structure.is_node[:, None], 0).max())
+        everything = sla_allowed_mask(batch, diameter, window=0, structure=structure)
+        node_pairs = structure.is_node[:, :, None] & structure.is_node[:, None, :]
+        assert everything[node_pairs].all()
+
+
+def test_sla_additive_mask_keeps_softmax_finite():
+    batch = pad_batch([[2, 0, 2, 3], [0]], extra_padding=4)
+    mask = additive_attention_mask(sla_allowed_mask(batch, 1))
+    assert mask.shape == (2, 1, batch.shape[1], batch.shape[1])
+    assert set(mask.unique().tolist()) == {0.0, torch.finfo(torch.float32).min}
+    probabilities = torch.softmax(torch.randn(2, 8, batch.shape[1], batch.shape[1]) + mask, dim=-1)
+    assert torch.isfinite(probabilities).all()
+
+
+# ------------------------------------------------------------------------------ phrase sampler
+
+
+def test_phrase_sampler_invariants(ud_batches):
+    generator = torch.Generator().manual_seed(0)
+    for batch in ud_batches:
+        samples = sample_phrase_triples(batch, generator)
+        assert len(samples) > 0
+        for index in range(len(samples)):
+            row = samples.batch_index[index].item()
+            heads = row_heads(batch, row)
+            phrase = subtree_set(heads, samples.phrase_root[index].item())
+            query, positive = samples.query[index].item(), samples.positive[index].item()
+            negatives = samples.negatives[index][samples.negative_mask[index]].tolist()
+            assert query != positive and {query, positive} <= phrase
+            assert height(heads, samples.phrase_root[index].item()) <= 2 and len(phrase) >= 2
+            assert 1 <= len(negatives) <= 10 and len(set(negatives)) == len(negatives)
+            assert all(1 <= t <= len(heads) and t not in phrase for t in negatives)
+            assert len(negatives) == min(10, len(heads) - len(phrase))
+        # every eligible phrase is used exactly once
+        for row in range(batch.shape[0]):
+            heads = row_heads(batch, row)
+            eligible = {
+                r for r in range(1, len(heads) + 1)
+                if height(heads, r) <= 2 and 2 <= len(subtree_set(heads, r)) < len(heads)
+            }
+            assert sorted(samples.phrase_root[samples.batch_index == row].tolist()) == sorted(eligible)
+
+
+def test_phrase_sampler_two_token_sentence_yields_nothing():
+    assert len(sample_phrase_triples(pad_batch([[0, 1]]))) == 0
+    assert len(sample_phrase_triples(pad_batch([[2, 0]]))) == 0
+
+
+def test_phrase_sampler_is_uniform_and_reproducible():
+    batch = pad_batch([[0, 1, 1, 1, 3, 3]])  # w1 root; w3 has two leaf children: phrase {3, 5, 6}
+    first = sample_phrase_triples(batch, torch.Generator().manual_seed(7))
+    second = sample_phrase_triples(batch, torch.Generator().manual_seed(7))
+    assert torch.equal(first.query, second.query) and torch.equal(first.negatives, second.negatives)
+    generator = torch.Generator().manual_seed(1)
+    counts = torch.zeros(8)
+    for _ in range(600):
+        samples = sample_phrase_triples(batch, generator)
+        counts += torch.bincount(samples.positive[samples.phrase_root == 3], minlength=8)
+    assert counts[[3, 5, 6]].min() > 150  # ≈ 200 each
+
+
+# ------------------------------------------------------------------------------ tree sampler
+
+
+def test_tree_sampler_invariants(ud_batches):
+    generator = torch.Generator().manual_seed(0)
+    total = 0
+    for batch in ud_batches:
+        samples = sample_tree_sets(batch, generator)
+        total += len(samples)
+        for index in range(len(samples)):
+            row, root = samples.batch_index[index].item(), samples.root[index].item()
+            heads = row_heads(batch, row)
+            positive = set(samples.positive[index].nonzero().flatten().tolist())
+            assert positive == subtree_set(heads, root) and 2 <= len(positive) <= 10
+            negatives = [set(n.nonzero().flatten().tolist()) for n in samples.negatives[index][samples.negative_mask[index]]]
+            assert 2 <= len(negatives) <= 10
+            for negative in negatives:
+                assert root in negative and negative != positive and negative & positive
+                assert abs(len(negative) - len(positive)) <= 1
+                assert all(1 <= t <= len(heads) for t in negative)
+            assert not samples.negatives[index][~samples.negative_mask[index]].any()
+    assert total > 0
+
+
+def test_tree_sampler_negative_is_splice_of_subtrees():
+    # w2 root with children w1 and w3; w3 has child w4; w5 → w2. Root r = w3: S = {3, 4}
+    # A(3) = {2?, 5}: 2 is r's head (an ancestor), so A = {5}; a single value → one candidate only.
+    batch = pad_batch([[2, 0, 2, 3, 2]])
+    assert 3 not in sample_tree_sets(batch, torch.Generator().manual_seed(0)).root.tolist()
+    # Root r = w3 with S = {3, 4, 5}, neighbours w2 (ancestor, excluded), w6 and w7? Build: w1 root.
+    heads = [0, 1, 1, 3, 3, 1, 1]  # S(3) = {3,4,5}; A(3) = {2, 6}: pairs ({t},{v}) and a triple
+    samples = sample_tree_sets(pad_batch([heads]), torch.Generator().manual_seed(0), min_negatives=1)
+    index = samples.root.tolist().index(3)
+    for negative in samples.negatives[index][samples.negative_mask[index]]:
+        members = set(negative.nonzero().flatten().tolist())
+        removed, inserted = {3, 4, 5} - members, members - {3, 4, 5}
+        assert removed <= {4, 5} and inserted and inserted <= {2, 6}
+
+
+def test_tree_sampler_reproducible():
+    batch = pad_batch([random_tree(random.Random(s), 30) for s in range(4)])
+    first = sample_tree_sets(batch, torch.Generator().manual_seed(3))
+    second = sample_tree_sets(batch, torch.Generator().manual_seed(3))
+    assert torch.equal(first.negatives, second.negatives) and torch.equal(first.root, second.root)
