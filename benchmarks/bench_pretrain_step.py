@@ -1,0 +1,165 @@
+"""Time one pretraining step (forward + backward + AdamW step) per condition on CPU.
+
+All models run in one process on the same synthetic batch: random token ids with realistic padding,
+MLM labels at 15% of real tokens, random subword-level dependency trees (multi-piece words attach their
+pieces to the first piece, heads are mostly near their dependents) and XPOS labels.  The reference
+point is a stock `transformers.BertForMaskedLM` of the same size on the same input ids and labels.
+
+    python benchmarks/bench_pretrain_step.py --steps 10 --json /tmp/bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from models import MicroBertForPretraining  # noqa: E402
+
+DEFAULT_CONDITIONS = ["M", "MX", "MP", "MT", "MXPT", "MPT-SLA", "MXPT-SLA"]
+
+
+def random_sentence(rng: random.Random, max_subwords: int):
+    """Word piece counts and subword heads (1-based positions, 0 = ROOT) of one random sentence."""
+    pieces, total = [], 0
+    while True:
+        count = rng.choices([1, 2, 3], weights=[0.7, 0.2, 0.1])[0]
+        if total + count > max_subwords or (len(pieces) >= 4 and rng.random() < 1 / 25):
+            break
+        pieces.append(count)
+        total += count
+    num_words = len(pieces)
+    # Attach words in random order, each to a nearby already-attached word: an acyclic, mostly local tree.
+    order = list(range(num_words))
+    rng.shuffle(order)
+    word_head = [0] * num_words
+    attached = [order[0]]
+    for word in order[1:]:
+        word_head[word] = 1 + min(attached, key=lambda other: abs(other - word) + rng.random() * 4)
+        attached.append(word)
+    first_piece = [1 + sum(pieces[:w]) for w in range(num_words)]
+    heads = []
+    for word, count in enumerate(pieces):
+        head_word = word_head[word]
+        heads.append(0 if head_word == 0 else first_piece[head_word - 1])
+        heads.extend([first_piece[word]] * (count - 1))
+    spans = [(first_piece[w], first_piece[w] + pieces[w] - 1) for w in range(num_words)]
+    return heads, spans
+
+
+def synthetic_batch(batch_size: int, length: int, vocab_size: int, num_xpos: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    generator = torch.Generator().manual_seed(seed)
+    sentences = [random_sentence(rng, rng.randint(length // 4, length - 2)) for _ in range(batch_size)]
+    max_words = max(len(spans) for _, spans in sentences)
+    batch = {
+        "input_ids": torch.zeros(batch_size, length, dtype=torch.long),
+        "attention_mask": torch.zeros(batch_size, length, dtype=torch.long),
+        "token_type_ids": torch.zeros(batch_size, length, dtype=torch.long),
+        "heads": torch.full((batch_size, length), -1, dtype=torch.long),
+        "token_spans": torch.zeros(batch_size, max_words + 2, 2, dtype=torch.long),
+        "xpos": torch.full((batch_size, max_words), -100, dtype=torch.long),
+        "labels": torch.full((batch_size, length), -100, dtype=torch.long),
+    }
+    for row, (heads, spans) in enumerate(sentences):
+        n = len(heads)
+        batch["input_ids"][row, 1 : n + 1] = torch.randint(5, vocab_size, (n,), generator=generator)
+        batch["input_ids"][row, 0], batch["input_ids"][row, n + 1] = 1, 2
+        batch["attention_mask"][row, : n + 2] = 1
+        batch["heads"][row, 1 : n + 1] = torch.tensor(heads)
+        batch["token_spans"][row, 1 : len(spans) + 1] = torch.tensor(spans)
+        batch["token_spans"][row, len(spans) + 1] = n + 1
+        batch["xpos"][row, : len(spans)] = torch.randint(0, num_xpos, (len(spans),), generator=generator)
+        masked = torch.rand(n, generator=generator) < 0.15
+        masked[torch.randint(0, n, (1,), generator=generator)] = True
+        positions = torch.arange(1, n + 1)[masked]
+        batch["labels"][row, positions] = batch["input_ids"][row, positions]
+    return batch
+
+
+def time_round_robin(steps_by_name: dict, warmup: int, steps: int) -> dict[str, list[float]]:
+    """Warm every model up, then time them in turns, so that drifting machine load (other processes on
+    a shared box) affects all of them alike."""
+    for step in steps_by_name.values():
+        for _ in range(warmup):
+            step()
+    timings = {name: [] for name in steps_by_name}
+    for _ in range(steps):
+        for name, step in steps_by_name.items():
+            start = time.perf_counter()
+            step()
+            timings[name].append(time.perf_counter() - start)
+    return timings
+
+
+def make_step(model, optimizer, inputs: dict, loss_of):
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_of(model(**inputs))
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--vocab-size", type=int, default=10000)
+    parser.add_argument("--num-xpos", type=int, default=40)
+    parser.add_argument("--conditions", nargs="+", default=DEFAULT_CONDITIONS)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+
+    batch = synthetic_batch(args.batch_size, args.length, args.vocab_size, args.num_xpos, args.seed)
+    size = dict(hidden_size=128, num_hidden_layers=3, num_attention_heads=8, intermediate_size=512, vocab_size=args.vocab_size)
+    adamw = dict(lr=1e-4, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01)
+
+    steps_by_name = {}
+    reference = BertForMaskedLM(BertConfig(**size)).train()
+    reference_inputs = {key: batch[key] for key in ("input_ids", "attention_mask", "token_type_ids", "labels")}
+    reference_optimizer = torch.optim.AdamW(reference.parameters(), **adamw)
+    steps_by_name["HF BertForMaskedLM"] = make_step(reference, reference_optimizer, reference_inputs, lambda out: out.loss)
+    for condition in args.conditions:
+        model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=args.num_xpos, **size).train()
+        optimizer = torch.optim.AdamW(model.parameters(), **adamw)
+        steps_by_name[f"µB-{condition}"] = make_step(model, optimizer, batch, lambda out: out.loss)
+    results = time_round_robin(steps_by_name, args.warmup, args.steps)
+
+    medians = {name: statistics.median(times) for name, times in results.items()}
+    baseline_m = medians.get("µB-M")
+    hf = medians["HF BertForMaskedLM"]
+    print(f"batch {args.batch_size}×{args.length}, vocab {args.vocab_size}, threads {torch.get_num_threads()}, "
+          f"median of {args.steps} steps after {args.warmup} warm-up")
+    print(f"{'model':<22}{'ms/step':>10}{'seq/s':>10}{'vs µB-M':>10}{'vs HF':>8}")
+    for name, median in medians.items():
+        versus_m = f"{median / baseline_m:.2f}×" if baseline_m else "-"
+        print(f"{name:<22}{median * 1e3:>10.1f}{args.batch_size / median:>10.1f}{versus_m:>10}{median / hf:>7.2f}×")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "batch_size": args.batch_size, "length": args.length, "vocab_size": args.vocab_size,
+            "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+            "steps": args.steps, "warmup": args.warmup,
+            "median_seconds": medians, "all_seconds": results,
+        }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
