@@ -39,7 +39,7 @@ from transformers.models.bert.modeling_bert import (
 )
 
 from . import objectives
-from .configuration_microbert import MicroBertConfig
+from .configuration_microbert import PRETRAINING_OBJECTIVES, MicroBertConfig
 from .trees import TreeStructure, additive_attention_mask, sample_phrase_triples, sample_tree_sets, sla_allowed_mask
 
 LayerTensors = torch.Tensor | Sequence[torch.Tensor | None] | None
@@ -56,7 +56,9 @@ class AttentionModifier:
     """The attention extension point: what a syntax method may change in self-attention.
 
     Every field is optional and is either one tensor for all layers or a sequence with one entry
-    (tensor or None) per layer.  Shapes broadcast against the scores (B, heads, T, T).
+    (tensor or None) per layer.  Shapes broadcast against the scores (B, heads, T, T).  Masks are
+    additive, 0 / ``finfo(dtype).min``; whatever masks are combined, every non-padding query row must
+    keep at least one key allowed (the [CLS] column is the usual safe choice), or its softmax is NaN.
 
     score_bias:
         Additive bias (B or 1, heads or 1, T, T) on the raw scaled scores of every branch, before the
@@ -486,7 +488,8 @@ def parse_condition(condition: str) -> dict:
         if name.startswith(prefix):
             name = name[len(prefix):]
     letters, _, suffix = name.partition("-")
-    if suffix not in ("", "SLA") or not letters or len(set(letters)) != len(letters):
+    valid_letters = "M" in letters and set(letters) <= set(PRETRAINING_OBJECTIVES) and len(set(letters)) == len(letters)
+    if suffix not in ("", "SLA") or not valid_letters:
         raise ValueError(f"unrecognised condition {condition!r}; expected e.g. 'M', 'MXPT', 'MPT-SLA'")
     return {"pretraining_objectives": letters, "syntax_attention": "sla" if suffix == "SLA" else None}
 
