@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 import torch
-from transformers import BertConfig, BertForMaskedLM
+from transformers import BertConfig, BertForMaskedLM, BertModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from models import MicroBertForPretraining  # noqa: E402
+from models import MicroBertConfig, MicroBertForPretraining, MicroBertModel  # noqa: E402
 
 DEFAULT_CONDITIONS = ["M", "MX", "MP", "MT", "MXPT", "MPT-SLA", "MXPT-SLA"]
 
@@ -137,6 +137,13 @@ def main() -> None:
     reference_inputs = {key: batch[key] for key in ("input_ids", "attention_mask", "token_type_ids", "labels")}
     reference_optimizer = torch.optim.AdamW(reference.parameters(), **adamw)
     steps_by_name["HF BertForMaskedLM"] = make_step(reference, reference_optimizer, reference_inputs, lambda out: out.loss)
+    # Encoder-only pair (no MLM head): isolates attention/layer overhead from the head's vocabulary matmul.
+    encoder_inputs = {key: batch[key] for key in ("input_ids", "attention_mask", "token_type_ids")}
+    hf_encoder = BertModel(BertConfig(**size), add_pooling_layer=False).train()
+    our_encoder = MicroBertModel(MicroBertConfig(**size)).train()
+    for name, encoder in (("HF BertModel (encoder)", hf_encoder), ("µB encoder", our_encoder)):
+        optimizer = torch.optim.AdamW(encoder.parameters(), **adamw)
+        steps_by_name[name] = make_step(encoder, optimizer, encoder_inputs, lambda out: out.last_hidden_state.square().mean())
     for condition in args.conditions:
         model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=args.num_xpos, **size).train()
         optimizer = torch.optim.AdamW(model.parameters(), **adamw)

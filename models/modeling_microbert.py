@@ -157,30 +157,60 @@ class MicroBertSelfAttention(BertSelfAttention):
         if modifier.value_offset is not None:
             value = value + modifier.value_offset
 
-        scores = torch.matmul(query, key.transpose(-1, -2))
+        # S = (QKᵀ + relative terms)/√d, shared by both SLA branches.  Scaling the (B, H, T, d) queries
+        # rather than the (B, H, T, T) scores is T/d times cheaper, forward and backward.
+        scores = torch.matmul(query * self.scaling, key.transpose(-1, -2))
         if self.uses_relative_positions:
-            scores = scores + self._relative_position_scores(query, key)
-        scores = scores * self.scaling  # S = (QKᵀ + relative terms)/√d, shared by both SLA branches
+            scores = scores + self._relative_position_scores(query, key) * self.scaling
         if modifier.score_bias is not None:
             scores = scores + modifier.score_bias
 
         global_scores = scores if key_padding_bias is None else scores + key_padding_bias
-        probabilities = torch.softmax(global_scores, dim=-1)
-        if modifier.gated_mask is not None:
+        global_probabilities = torch.softmax(global_scores, dim=-1)
+        if modifier.gated_mask is None:
+            context, averaged = self._attend(global_probabilities, value, return_probabilities)
+        else:
             if self.local_attention_gate is None:
                 raise ValueError("a gated_mask needs a model built with syntax_attention='sla'")
             local_probabilities = torch.softmax(global_scores + modifier.gated_mask, dim=-1)
-            gate = torch.sigmoid(self.local_attention_gate(hidden_states))[:, None]  # (B, 1, T, 1)
-            # g·A_l + (1−g)·A_g.  Eq. 8 puts g on the global branch; the gate's learned sign makes the
-            # two equivalent, and this follows the reference (SPEC §F).  Mixing probabilities before the
-            # value product equals mixing the two branch outputs, with one matmul instead of two.
-            probabilities = torch.lerp(probabilities, local_probabilities, gate)
+            gate = torch.sigmoid(self.local_attention_gate(hidden_states))[:, None]  # (B, 1, T, 1), Eq. 7
+            context, averaged = self._attend_gated(global_probabilities, local_probabilities, gate, value, return_probabilities)
+        context = context.transpose(1, 2).reshape(batch_size, length, self.all_head_size)
+        return context, averaged
 
+    def _attend(self, probabilities, value, return_probabilities):
         averaged = probabilities.mean(1) if return_probabilities == "pre_dropout" else None
         probabilities = self.dropout(probabilities)
         if return_probabilities == "post_dropout":
             averaged = probabilities.mean(1)
-        context = torch.matmul(probabilities, value).transpose(1, 2).reshape(batch_size, length, self.all_head_size)
+        return torch.matmul(probabilities, value), averaged
+
+    def _attend_gated(self, global_probabilities, local_probabilities, gate, value, return_probabilities):
+        """O = (D ⊙ A) V with A = g·A_l + (1−g)·A_g and D one dropout mask (paper Eq. 8-9, SPEC §F).
+
+        Eq. 8 puts g on the global branch; the gate's learned sign makes the two equivalent, and this
+        follows the reference.  Because everything is linear in A, we mix the two branch *outputs*,
+        (D⊙A_l)V and (D⊙A_g)V, on (B, H, T, head_dim) tensors: the same result as mixing the
+        (B, H, T, T) probabilities, with far less elementwise work in the backward pass.  The head
+        average needed by the phrase loss is mixed the same way, since g is shared by all heads.
+        """
+        if self.training and self.dropout.p > 0:
+            keep = torch.empty_like(global_probabilities).bernoulli_(1 - self.dropout.p)
+            keep_scale = 1.0 / (1 - self.dropout.p)
+            dropped_global, dropped_local = global_probabilities * keep, local_probabilities * keep
+        else:
+            keep_scale = 1.0
+            dropped_global, dropped_local = global_probabilities, local_probabilities
+        global_context = torch.matmul(dropped_global, value)
+        local_context = torch.matmul(dropped_local, value)
+        context = torch.lerp(global_context, local_context, gate) * keep_scale
+
+        averaged = None
+        if return_probabilities is not None:
+            pre = return_probabilities == "pre_dropout"
+            mean_global = (global_probabilities if pre else dropped_global).mean(1)
+            mean_local = (local_probabilities if pre else dropped_local).mean(1)
+            averaged = torch.lerp(mean_global, mean_local, gate[:, 0]) * (1.0 if pre else keep_scale)
         return context, averaged
 
     def _relative_position_scores(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:

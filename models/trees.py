@@ -111,13 +111,19 @@ def subtree_height(heads: torch.Tensor) -> torch.Tensor:
     return TreeStructure.from_heads(heads).height
 
 
-def _distance_from_ancestors(ancestors: torch.Tensor, is_node: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
+def _float_distance_from_ancestors(ancestors: torch.Tensor, is_node: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
+    """Exact small-integer distances as float32 (cheaper to build); only node pairs are meaningful."""
     # The ancestors-or-self of a node form a chain from the sentence root, so the number of common
     # ancestors-or-self of i and j is exactly depth(LCA(i, j)); one matmul gives all of them.
     eye = torch.eye(ancestors.shape[1], dtype=torch.bool, device=ancestors.device)
     chain = (ancestors | (eye & is_node[:, :, None])).float()
-    lca_depth = torch.bmm(chain, chain.transpose(1, 2)).round().long()
-    distance = depth[:, :, None] + depth[:, None, :] - 2 * lca_depth
+    lca_depth = torch.bmm(chain, chain.transpose(1, 2))
+    depth = depth.float()
+    return (depth[:, :, None] + depth[:, None, :]) - 2 * lca_depth
+
+
+def _distance_from_ancestors(ancestors: torch.Tensor, is_node: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
+    distance = _float_distance_from_ancestors(ancestors, is_node, depth).round().long()
     node_pair = is_node[:, :, None] & is_node[:, None, :]
     return distance.masked_fill(~node_pair, NO_PATH)
 
@@ -158,7 +164,8 @@ def sla_allowed_mask(
     structure = structure if structure is not None else TreeStructure.from_heads(heads)
     is_node = structure.is_node
     batch_size, length = is_node.shape
-    near = structure.distance() <= max_distance  # False whenever a non-node is involved
+    distance = _float_distance_from_ancestors(structure.ancestors, is_node, structure.depth)
+    near = (distance <= max_distance + 0.5) & is_node[:, :, None] & is_node[:, None, :]
 
     # Windowing = OR over row shifts; shifted-in rows of non-nodes are all False, which implements
     # "exclude k outside [1, n]" (paper footnote 7).
@@ -331,31 +338,30 @@ def sample_tree_sets(
     device = heads.device
     is_node, subtree = structure.is_node, structure.subtree
 
-    # A(r): positions next to a member of S(r), excluding S(r) itself and r's ancestors.
-    next_to_subtree = torch.zeros_like(subtree)
-    next_to_subtree[:, :, 1:] |= subtree[:, :, :-1]
-    next_to_subtree[:, :, :-1] |= subtree[:, :, 1:]
-    ancestors_of_root = structure.ancestors  # ancestors[b, r, j]: j is an ancestor of r
-    attachable = next_to_subtree & ~subtree & ~ancestors_of_root & is_node[:, None, :]
-
+    # Size filter first, so the neighbour sets are built only for candidate roots: (N, T) not (B, T, T).
     size = structure.subtree_size
-    eligible = is_node & (size >= min_size) & (size <= max_size) & attachable.any(-1)
-    batch_index, root = eligible.nonzero(as_tuple=True)
-    count, length = batch_index.numel(), heads.shape[1]
-    empty = TreeSamples(
-        batch_index=batch_index,
-        root=root,
-        positive=torch.zeros(0, length, dtype=torch.bool, device=device),
-        negatives=torch.zeros(0, max_negatives, length, dtype=torch.bool, device=device),
-        negative_mask=torch.zeros(0, max_negatives, dtype=torch.bool, device=device),
-    )
-    if count == 0:
-        return empty
-
+    batch_index, root = (is_node & (size >= min_size) & (size <= max_size)).nonzero(as_tuple=True)
     positive = subtree[batch_index, root]  # (N, T)
+
+    # A(r): positions next to a member of S(r), excluding S(r) itself and r's ancestors.
+    next_to_subtree = torch.zeros_like(positive)
+    next_to_subtree[:, 1:] |= positive[:, :-1]
+    next_to_subtree[:, :-1] |= positive[:, 1:]
+    values = next_to_subtree & ~positive & ~structure.ancestors[batch_index, root] & is_node[batch_index]
+    has_values = values.any(-1)
+    batch_index, root, positive, values = batch_index[has_values], root[has_values], positive[has_values], values[has_values]
+    count, length = batch_index.numel(), heads.shape[1]
+    if count == 0:
+        return TreeSamples(
+            batch_index=batch_index,
+            root=root,
+            positive=positive,
+            negatives=torch.zeros(0, max_negatives, length, dtype=torch.bool, device=device),
+            negative_mask=torch.zeros(0, max_negatives, dtype=torch.bool, device=device),
+        )
+
     targets = positive.clone()
     targets[torch.arange(count, device=device), root] = False
-    values = attachable[batch_index, root]
 
     # Random order of targets / values: sort uniform keys, members first.
     def shuffled_positions(members: torch.Tensor):
