@@ -1,0 +1,5 @@
+"""Tango steps for the syntactic-inductive-bias workspace (registered on import)."""
+from . import _compat  # noqa: F401  (patches Tango before any step runs)
+from .data_root import DataError, DataPath
+from .data_steps import BuildPretrainingData, LoadCorpus, ParseCorpus, TrainCorpusParser, TrainTokenizer
+from .formats import DirectoryFormat

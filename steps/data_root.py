@@ -1,0 +1,122 @@
+"""Where the datasets live, and how a step's cache key follows their *content*.
+
+Configs name every input file by a path relative to the data root. The root is an
+environment setting (``SIB_DATA_ROOT``, default ``./data``); tests and CI point it at
+``../shared/data``. Absolute paths work as they are, and ``http(s)://`` URLs are fetched once
+into Tango's download cache (``cached_path``) for users who pull the canonical sources.
+
+A :class:`DataPath` hashes as (kind, relative name, sha256 of the bytes), never as the absolute
+location: editing a file changes every downstream cache key, moving the root changes none.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Dict, Iterator, List, Tuple
+
+from tango.common import FromParams
+from tango.common.det_hash import CustomDetHash
+
+DATA_ROOT_ENV = "SIB_DATA_ROOT"
+DEFAULT_DATA_ROOT = "./data"
+
+
+class DataError(ValueError):
+    """Bad or missing input data. The message is one line naming the file (and line) at fault."""
+
+
+def data_root() -> Path:
+    return Path(os.environ.get(DATA_ROOT_ENV, DEFAULT_DATA_ROOT)).expanduser()
+
+
+def _is_url(path: str) -> bool:
+    return path.startswith(("http://", "https://", "s3://", "gs://"))
+
+
+# (absolute path, size, mtime_ns) -> digest, so a directory of thousands of files is hashed once
+# per process, not once per step that mentions it.
+_DIGEST_CACHE: Dict[Tuple[str, int, int], str] = {}
+
+
+def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGEST_CACHE:
+        sha = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                sha.update(block)
+        _DIGEST_CACHE[key] = sha.hexdigest()
+    return _DIGEST_CACHE[key]
+
+
+class DataPath(FromParams, CustomDetHash):
+    """A file or directory under the data root (or an absolute path / URL).
+
+    In Jsonnet: ``{path: "wolof/ud/wo_wtb-ud-train.conllu"}``; ``configs/lib.libsonnet``
+    builds these for you.
+    """
+
+    def __init__(self, path: str):
+        if not path:
+            raise DataError("empty data path")
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"DataPath({self.path!r})"
+
+    def resolve(self) -> Path:
+        """The local path, fetching a URL if needed. Raises DataError if it does not exist."""
+        if _is_url(self.path):
+            from cached_path import cached_path
+
+            return Path(cached_path(self.path))
+        path = Path(self.path).expanduser()
+        if not path.is_absolute():
+            path = data_root() / path
+        if not path.exists():
+            hint = (
+                f" (data root {data_root()} from ${DATA_ROOT_ENV}; tests and CI use ../shared/data)"
+                if not Path(self.path).is_absolute()
+                else ""
+            )
+            raise DataError(f"{path}: no such file or directory{hint}")
+        return path
+
+    def files(self, suffixes: Tuple[str, ...] = ()) -> List[Path]:
+        """The file itself, or a directory's files (sorted by name, optionally by suffix)."""
+        path = self.resolve()
+        if path.is_file():
+            return [path]
+        found = sorted(p for p in path.iterdir() if p.is_file() and (not suffixes or p.name.endswith(suffixes)))
+        if not found:
+            raise DataError(f"{path}: directory holds no {'/'.join(suffixes) or ''} files")
+        return found
+
+    def content_digest(self) -> str:
+        sha = hashlib.sha256()
+        path = self.resolve()
+        for file in self.files():
+            sha.update(file.relative_to(path).as_posix().encode() if path.is_dir() else b"")
+            sha.update(_file_digest(file).encode())
+        return sha.hexdigest()
+
+    def det_hash_object(self):
+        # The relative name stays in the key so that two different files with equal bytes (e.g. a
+        # dev and a test split that happen to match) still give different steps.
+        name = self.path if not Path(self.path).is_absolute() else Path(self.path).name
+        return ("DataPath", name, self.content_digest())
+
+
+def iter_lines(path: Path) -> Iterator[Tuple[int, str]]:
+    """(1-based line number, line without newline) of a text or .gz file, UTF-8."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                yield number, line.rstrip("\n")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None

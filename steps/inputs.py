@@ -1,0 +1,109 @@
+"""Model inputs: subword tokenization and word trees expanded to subword trees (SPEC §A.4–A.9).
+
+One instance (a dict of lists; the collator turns a batch of them into tensors):
+
+==================  ==========  =====================================================================
+field               length      meaning
+==================  ==========  =====================================================================
+input_ids           n + 2       [CLS] subwords [SEP]
+token_spans         W + 2       inclusive subword span of each word; (0, 0) for [CLS], (n+1, n+1)
+                                for [SEP]
+head                n           subword-level head *position* (1..n) of positions 1..n; 0 = root.
+                                Non-first pieces point at their word's first piece.
+deprel              n           subword-level relation; non-first pieces get "subword"
+orig_head           W           word-level heads (1-based, 0 = root), as parsed / annotated
+orig_deprel         W           word-level relations
+xpos                W           word-level XPOS strings
+tree_is_gold        1           1 for treebank rows (gold trees and tags), 0 for parsed corpus rows
+==================  ==========  =====================================================================
+
+``attention_mask`` and ``token_type_ids`` are made by the collator (all ones / zeros before
+padding), so they are not stored.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .data_root import DataError
+from .readers import Sentence, check_tree
+from .vocab import encode_words
+
+logger = logging.getLogger(__name__)
+
+SUBWORD_RELATION = "subword"
+
+Instance = Dict[str, list]
+
+
+def expand_tree(word_spans: Sequence[Tuple[int, int]], heads: Sequence[int], deprels: Sequence[str]):
+    """Word tree → subword tree.
+
+    ``word_spans`` are the inclusive subword positions of the words (positions start at 1; [CLS]
+    is 0). The first piece of word w takes w's relation and points at the first piece of w's head
+    (0 if w is the root); every other piece points at the first piece of its own word.
+    Returns (head, deprel), each of length n = last position.
+    """
+    n = word_spans[-1][1]
+    head = [0] * n
+    deprel = [SUBWORD_RELATION] * n
+    for (first, last), word_head, relation in zip(word_spans, heads, deprels):
+        head[first - 1] = 0 if word_head == 0 else word_spans[word_head - 1][0]
+        deprel[first - 1] = relation
+        for piece in range(first + 1, last + 1):
+            head[piece - 1] = first
+    return head, deprel
+
+
+def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, where: str) -> Optional[Instance]:
+    """Tokenize one parsed sentence into an instance, or None if its subwords exceed
+    ``max_length - 2`` (the caller counts these; SPEC §A.4/§A.7 discard truncated trees)."""
+    pieces = encode_words(tokenizer, sentence["tokens"])
+    if sum(len(p) for p in pieces) > max_length - 2:
+        return None
+    spans: List[Tuple[int, int]] = []
+    position = 1
+    for word_pieces in pieces:
+        spans.append((position, position + len(word_pieces) - 1))
+        position += len(word_pieces)
+    check_tree(sentence["head"], where)
+    head, deprel = expand_tree(spans, sentence["head"], sentence["deprel"])
+    n = position - 1
+    return {
+        "input_ids": [tokenizer.cls_token_id] + list(itertools.chain.from_iterable(pieces)) + [tokenizer.sep_token_id],
+        "token_spans": [(0, 0)] + spans + [(n + 1, n + 1)],
+        "head": head,
+        "deprel": deprel,
+        "orig_head": list(sentence["head"]),
+        "orig_deprel": list(sentence["deprel"]),
+        "xpos": list(sentence["xpos"]),
+        "tree_is_gold": [1 if gold else 0],
+    }
+
+
+def make_instances(tokenizer, sentences: Sequence[Sentence], gold: bool, max_length: int, name: str) -> List[Instance]:
+    instances = []
+    for number, sentence in enumerate(sentences, 1):
+        if len(sentence.get("head", ())) != len(sentence["tokens"]):
+            raise DataError(f"{name}: sentence {number} has {len(sentence['tokens'])} tokens but {len(sentence.get('head', ()))} heads")
+        instance = make_instance(tokenizer, sentence, gold, max_length, f"{name}: sentence {number}")
+        if instance is not None:
+            instances.append(instance)
+    dropped = len(sentences) - len(instances)
+    if dropped:
+        logger.info("%s: dropped %d of %d sentences longer than %d subwords", name, dropped, len(sentences), max_length - 2)
+    return instances
+
+
+def mix_in_treebank(corpus_rows: List[Instance], treebank_rows: List[Instance], ratio: int) -> List[Instance]:
+    """Append the gold treebank cycled to exactly floor(len(corpus_rows) / ratio) rows (SPEC §A.9:
+    the "1 to 8" mix). The reference raises if the treebank is larger than that; we truncate
+    instead and log it, since a small `smoke`/`cpu` corpus would otherwise be unusable."""
+    target = len(corpus_rows) // ratio
+    if not treebank_rows or target == 0:
+        return list(corpus_rows)
+    if len(treebank_rows) > target:
+        logger.info("treebank has %d rows, more than 1/%d of %d corpus rows: using the first %d", len(treebank_rows), ratio, len(corpus_rows), target)
+    cycled = list(itertools.islice(itertools.cycle(treebank_rows), target))
+    return list(corpus_rows) + cycled

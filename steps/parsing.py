@@ -1,0 +1,281 @@
+"""Corpus parsers trained inside the DAG.
+
+No pretrained parser can be downloaded here, so the corpus parser is trained from the
+language's UD train split (dev for model selection) and scored on the test split with its own
+predicted tags. Two backends:
+
+- ``stanza`` (default, as in the paper): Stanza's POS tagger and biaffine dependency parser,
+  trained with their own CLIs in-process, CPU only, no pretrained word vectors.
+- ``udpipe``: UDPipe 1 (``ufal.udpipe``), the classical baseline.
+
+Both are wrapped by :class:`CorpusParser`, which parses pretokenized sentences in batches.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence
+
+from tango.common import FromParams
+
+from .readers import Sentence, read_conllu, write_conllu
+
+logger = logging.getLogger(__name__)
+
+# Gold UPOS tags excluded from attachment scores, as in the paper's evaluation (SPEC §H).
+PUNCTUATION_UPOS = frozenset({"PUNCT", "SYM"})
+
+
+def attachment_scores(gold: Sequence[Sentence], predicted: Sequence[Sentence]) -> Dict[str, float]:
+    """UPOS accuracy (all words) and UAS/LAS in percent, excluding gold PUNCT/SYM words."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
+    words = upos_correct = scored = unlabeled = labeled = 0
+    for number, (g, p) in enumerate(zip(gold, predicted), 1):
+        if g["tokens"] != p["tokens"]:
+            raise ValueError(f"sentence {number}: predicted tokens differ from gold")
+        for i in range(len(g["tokens"])):
+            words += 1
+            upos_correct += g["upos"][i] == p["upos"][i]
+            if g["upos"][i] in PUNCTUATION_UPOS:
+                continue
+            scored += 1
+            if g["head"][i] == p["head"][i]:
+                unlabeled += 1
+                # Compare universal relations only (subtypes like "nmod:poss" count as "nmod").
+                labeled += g["deprel"][i].split(":")[0] == p["deprel"][i].split(":")[0]
+    return {
+        "upos_accuracy": 100.0 * upos_correct / max(words, 1),
+        "uas": 100.0 * unlabeled / max(scored, 1),
+        "las": 100.0 * labeled / max(scored, 1),
+        "scored_words": scored,
+    }
+
+
+@dataclass
+class ParserBudget(FromParams):
+    """How much training the corpus parser gets; set per scale in ``configs/scales.libsonnet``.
+
+    Step counts are optimizer steps of Stanza's trainers (``max_steps``); dims shrink the models
+    so that training fits a CPU budget. UDPipe ignores all but ``udpipe_iterations``.
+    """
+
+    tagger_steps: int = 500
+    parser_steps: int = 750
+    eval_interval: int = 100
+    tagger_hidden_dim: int = 200
+    tagger_batch_size: int = 50  # sentences per tagger batch
+    # Stanza's tagger spends most of a CPU step in its biaffine tag scorers; small ones cost
+    # little accuracy and make a step ~8x faster (measured on Wolof-WTB, 2 cores).
+    tagger_biaffine_dim: int = 50
+    tagger_composite_biaffine_dim: int = 20
+    parser_hidden_dim: int = 200
+    parser_biaffine_dim: int = 200
+    parser_batch_size: int = 1000  # words per parser batch
+    char_hidden_dim: int = 100
+    word_emb_dim: int = 75
+    udpipe_iterations: int = 10
+    seed: int = 1234
+
+
+class CorpusParser:
+    """A trained tagger + parser in a directory; parses pretokenized sentences."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.info = json.loads((self.directory / "parser.json").read_text())
+        self.backend = self.info["backend"]
+        self._impl = None
+
+    @property
+    def metrics(self) -> Dict[str, float]:
+        return self.info["metrics"]
+
+    def _load(self):
+        if self._impl is not None:
+            return self._impl
+        if self.backend == "stanza":
+            import stanza
+
+            # Stanza insists on a resources.json in its model dir even when every model path is
+            # given explicitly; an empty one is enough and keeps it from trying to download.
+            resources = self.directory / "stanza_resources"
+            resources.mkdir(exist_ok=True)
+            (resources / "resources.json").write_text("{}")
+            self._impl = stanza.Pipeline(
+                lang=self.info["stanza_code"],
+                dir=str(resources),
+                processors="tokenize,pos,lemma,depparse",
+                download_method=None,
+                tokenize_pretokenized=True,
+                lemma_use_identity=True,
+                # Pretokenized input and identity lemmas load no model, but Stanza drops a
+                # processor from the pipeline unless it has some model path.
+                tokenize_model_path=str(self.directory / "unused-tokenizer.pt"),
+                lemma_model_path=str(self.directory / "unused-lemmatizer.pt"),
+                allow_unknown_language=True,
+                pos_model_path=str(self.directory / "tagger.pt"),
+                depparse_model_path=str(self.directory / "parser.pt"),
+                pos_pretrain_path=None,
+                depparse_pretrain_path=None,
+                use_gpu=False,
+                logging_level="WARN",
+                pos_batch_size=5000,
+                depparse_batch_size=5000,
+            )
+        else:
+            from ufal.udpipe import Model
+
+            model = Model.load(str(self.directory / "udpipe.model"))
+            if model is None:
+                raise RuntimeError(f"{self.directory / 'udpipe.model'}: cannot load UDPipe model")
+            self._impl = model
+        return self._impl
+
+    def parse(self, batch: Sequence[Sequence[str]]) -> List[Sentence]:
+        """Tag and parse one batch of pretokenized sentences."""
+        impl = self._load()
+        if self.backend == "stanza":
+            doc = impl([list(tokens) for tokens in batch])
+            parsed = []
+            for tokens, sentence in zip(batch, doc.sentences):
+                words = sentence.words
+                if len(words) != len(tokens):
+                    raise ValueError(f"parser returned {len(words)} words for {len(tokens)} tokens: {' '.join(tokens)[:80]}")
+                parsed.append(
+                    {
+                        "tokens": list(tokens),
+                        "upos": [w.upos or "_" for w in words],
+                        "xpos": [w.xpos or "_" for w in words],
+                        "head": [int(w.head) for w in words],
+                        "deprel": [w.deprel or "dep" for w in words],
+                    }
+                )
+            return parsed
+        return [self._udpipe_parse(impl, tokens) for tokens in batch]
+
+    @staticmethod
+    def _udpipe_parse(model, tokens: Sequence[str]) -> Sentence:
+        from ufal.udpipe import Sentence as UDSentence
+
+        sentence = UDSentence()
+        for token in tokens:
+            sentence.addWord(token)
+        model.tag(sentence, model.DEFAULT)
+        model.parse(sentence, model.DEFAULT)
+        words = list(sentence.words)[1:]  # words[0] is the technical root
+        return {
+            "tokens": list(tokens),
+            "upos": [w.upostag or "_" for w in words],
+            "xpos": [w.xpostag or "_" for w in words],
+            "head": [w.head for w in words],
+            "deprel": [w.deprel or "dep" for w in words],
+        }
+
+    def parse_all(self, sentences: Sequence[Sequence[str]], batch_size: int = 256) -> Iterator[List[Sentence]]:
+        for start in range(0, len(sentences), batch_size):
+            yield self.parse(sentences[start : start + batch_size])
+
+
+def _blank_tags(sentences: Sequence[Sentence]) -> List[Sentence]:
+    return [{"tokens": s["tokens"]} for s in sentences]
+
+
+def train_stanza(
+    directory: Path, stanza_code: str, shorthand: str, train: Path, dev: Path, budget: ParserBudget
+) -> Dict[str, float]:
+    """Train Stanza's tagger, then its parser (on gold tags, as Stanza does); return seconds spent."""
+    from stanza.models import parser as stanza_parser
+    from stanza.models import tagger as stanza_tagger
+
+    common = ["--lang", stanza_code, "--shorthand", shorthand, "--no_pretrain", "--cpu",
+              "--save_dir", str(directory), "--seed", str(budget.seed),
+              "--eval_interval", str(budget.eval_interval), "--fix_eval_interval"]
+    scratch = directory / "scratch"
+    scratch.mkdir(exist_ok=True)
+    timings = {}
+    start = time.perf_counter()
+    stanza_tagger.main(common + [
+        "--mode", "train", "--train_file", str(train), "--eval_file", str(dev),
+        "--output_file", str(scratch / "tagger_dev.conllu"), "--save_name", "tagger.pt",
+        "--max_steps", str(budget.tagger_steps), "--hidden_dim", str(budget.tagger_hidden_dim),
+        "--char_hidden_dim", str(budget.char_hidden_dim), "--word_emb_dim", str(budget.word_emb_dim),
+        "--deep_biaff_hidden_dim", str(budget.tagger_biaffine_dim),
+        "--composite_deep_biaff_hidden_dim", str(budget.tagger_composite_biaffine_dim),
+        "--batch_size", str(budget.tagger_batch_size),
+    ])
+    timings["tagger_seconds"] = time.perf_counter() - start
+    start = time.perf_counter()
+    # --fix_eval_interval is a tagger-only flag; the parser always evaluates every eval_interval.
+    parser_common = [a for a in common if a != "--fix_eval_interval"]
+    stanza_parser.main(parser_common + [
+        "--mode", "train", "--train_file", str(train), "--eval_file", str(dev),
+        "--output_file", str(scratch / "parser_dev.conllu"), "--save_name", "parser.pt",
+        "--max_steps", str(budget.parser_steps), "--hidden_dim", str(budget.parser_hidden_dim),
+        "--char_hidden_dim", str(budget.char_hidden_dim), "--word_emb_dim", str(budget.word_emb_dim),
+        "--deep_biaff_hidden_dim", str(budget.parser_biaffine_dim),
+        "--batch_size", str(budget.parser_batch_size),
+    ])
+    timings["parser_seconds"] = time.perf_counter() - start
+    return timings
+
+
+def train_udpipe(directory: Path, train: Path, dev: Path, budget: ParserBudget) -> Dict[str, float]:
+    from ufal.udpipe import InputFormat, Model, ProcessingError, Sentence as UDSentence, Sentences, Trainer
+
+    def load(path: Path):
+        reader = InputFormat.newConlluInputFormat()
+        reader.setText(path.read_text(encoding="utf-8"))
+        sentences, error = Sentences(), ProcessingError()
+        sentence = UDSentence()
+        while reader.nextSentence(sentence, error):
+            sentences.append(sentence)
+            sentence = UDSentence()
+        if error.occurred():
+            raise ValueError(f"{path}: {error.message}")
+        return sentences
+
+    start = time.perf_counter()
+    error = ProcessingError()
+    parser_options = f"iterations={budget.udpipe_iterations}"
+    model_bytes = Trainer.train(
+        "morphodita_parsito", load(train), load(dev), "none", Trainer.DEFAULT, parser_options, error
+    )
+    if error.occurred():
+        raise RuntimeError(f"UDPipe training failed: {error.message}")
+    (directory / "udpipe.model").write_bytes(model_bytes.encode("latin-1") if isinstance(model_bytes, str) else model_bytes)
+    if Model.load(str(directory / "udpipe.model")) is None:
+        raise RuntimeError("UDPipe produced a model it cannot load")
+    return {"tagger_seconds": 0.0, "parser_seconds": time.perf_counter() - start}
+
+
+def evaluate_parser(parser: CorpusParser, gold: Sequence[Sentence], prediction_file: Optional[Path] = None) -> Dict[str, float]:
+    """Parse the gold sentences' tokens from scratch (own predicted tags) and score them."""
+    predicted: List[Sentence] = []
+    for batch in parser.parse_all([s["tokens"] for s in gold]):
+        predicted.extend(batch)
+    if prediction_file is not None:
+        write_conllu(predicted, prediction_file)
+    return attachment_scores(gold, predicted)
+
+
+def budget_dict(budget: ParserBudget) -> dict:
+    return asdict(budget)
+
+
+def set_torch_threads() -> None:
+    """Use every core we have: Stanza otherwise leaves torch at its default, which is fine, but a
+    Tango multicore executor may have lowered it for a sibling step."""
+    import torch
+
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+
+
+__all__ = [
+    "CorpusParser", "ParserBudget", "attachment_scores", "evaluate_parser", "read_conllu",
+    "train_stanza", "train_udpipe",
+]

@@ -1,0 +1,246 @@
+"""Readers for the two kinds of input: UD treebanks (via ``conllu``) and unlabeled corpora.
+
+Sentences travel through the DAG as plain dicts (they pickle into the step cache without tying
+the cache to a class definition):
+
+    {"tokens": [str], "upos": [str], "xpos": [str], "head": [int], "deprel": [str]}
+
+``head`` is 1-based with 0 = root, as in CoNLL-U. Corpus sentences carry only ``tokens`` until
+the parse step adds the rest.
+"""
+from __future__ import annotations
+
+import html
+import logging
+import math
+import random
+import re
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import conllu
+from conllu.exceptions import ParseException
+
+from .data_root import DataError, DataPath, iter_lines
+
+logger = logging.getLogger(__name__)
+
+Sentence = Dict[str, list]
+
+
+# ---------------------------------------------------------------------------------------------
+# UD treebanks
+# ---------------------------------------------------------------------------------------------
+
+
+def _sentence_blocks(path: Path):
+    """(first line number, block text) for each blank-line-separated block of a CoNLL-U file."""
+    block: List[str] = []
+    start = 1
+    for number, line in iter_lines(path):
+        if line.strip():
+            if not block:
+                start = number
+            block.append(line)
+        elif block:
+            yield start, "\n".join(block) + "\n\n"
+            block = []
+    if block:
+        yield start, "\n".join(block) + "\n\n"
+
+
+def _locate_parse_error(path: Path, start: int, block: str, error: Exception) -> DataError:
+    """Find the offending line of a block that ``conllu`` refused, for a one-line error."""
+    for offset, line in enumerate(block.splitlines()):
+        if line.startswith("#"):
+            continue
+        try:
+            conllu.parse(line + "\n\n")
+        except (ParseException, ValueError) as line_error:
+            return DataError(f"{path}:{start + offset}: malformed CoNLL-U line ({line_error})")
+    return DataError(f"{path}:{start}: malformed CoNLL-U sentence ({error})")
+
+
+def check_tree(heads: Sequence[int], where: str) -> None:
+    """Raise DataError unless ``heads`` (1-based, 0 = root) form a single rooted tree."""
+    n = len(heads)
+    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
+    if len(roots) != 1:
+        raise DataError(f"{where}: sentence has {len(roots)} roots (words {roots[:5]}), expected 1")
+    for i, h in enumerate(heads):
+        if not 0 <= h <= n:
+            raise DataError(f"{where}: word {i + 1} has head {h} outside 0..{n}")
+    # Every word must reach the root within n steps; otherwise it sits on a cycle.
+    for start in range(1, n + 1):
+        node, steps = start, 0
+        while node != 0:
+            node = heads[node - 1]
+            steps += 1
+            if steps > n:
+                raise DataError(f"{where}: dependency cycle through word {start}")
+
+
+def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
+    """Read a UD CoNLL-U file: integer-id words only; multiword-token ranges and empty nodes are
+    skipped and counted in the log. Malformed input raises a DataError naming file and line."""
+    sentences: List[Sentence] = []
+    skipped_ranges = skipped_empty = 0
+    for start, block in _sentence_blocks(path):
+        try:
+            token_lists = conllu.parse(block)
+        except (ParseException, ValueError) as e:
+            raise _locate_parse_error(path, start, block, e) from None
+        if not token_lists:  # a block of comments only
+            continue
+        sentence: Sentence = {"tokens": [], "upos": [], "xpos": [], "head": [], "deprel": []}
+        for token in token_lists[0]:
+            token_id = token["id"]
+            if isinstance(token_id, tuple):
+                if len(token_id) == 3 and token_id[1] == "-":
+                    skipped_ranges += 1
+                else:
+                    skipped_empty += 1
+                continue
+            if not isinstance(token_id, int):
+                raise DataError(f"{path}:{start}: word id {token_id!r} is not an integer")
+            if token_id != len(sentence["tokens"]) + 1:
+                raise DataError(f"{path}:{start}: word ids are not consecutive at id {token_id}")
+            head = token["head"]
+            if check_trees and not isinstance(head, int):
+                raise DataError(f"{path}:{start}: word {token_id} ({token['form']!r}) has no head")
+            sentence["tokens"].append(token["form"])
+            sentence["upos"].append(token["upos"] or "_")
+            sentence["xpos"].append(token["xpos"] or "_")
+            sentence["head"].append(head if isinstance(head, int) else 0)
+            sentence["deprel"].append(token["deprel"] or "_")
+        if not sentence["tokens"]:
+            continue
+        if check_trees:
+            check_tree(sentence["head"], f"{path}:{start}")
+        sentences.append(sentence)
+    if not sentences:
+        raise DataError(f"{path}: no sentences")
+    if skipped_ranges or skipped_empty:
+        logger.info(
+            "%s: %d sentences; skipped %d multiword-token ranges and %d empty nodes",
+            path.name, len(sentences), skipped_ranges, skipped_empty,
+        )
+    return sentences
+
+
+def write_conllu(sentences: Sequence[Sentence], path: Path) -> None:
+    """Write sentences as CoNLL-U (absent annotation columns become "_")."""
+    with open(path, "w", encoding="utf-8") as f:
+        for sentence in sentences:
+            n = len(sentence["tokens"])
+            for i in range(n):
+                columns = [
+                    str(i + 1),
+                    sentence["tokens"][i],
+                    "_",
+                    sentence["upos"][i] if "upos" in sentence else "_",
+                    sentence["xpos"][i] if "xpos" in sentence else "_",
+                    "_",
+                    str(sentence["head"][i]) if "head" in sentence else "_",
+                    sentence["deprel"][i] if "deprel" in sentence else "_",
+                    "_",
+                    "_",
+                ]
+                f.write("\t".join(columns) + "\n")
+            f.write("\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Unlabeled corpora
+# ---------------------------------------------------------------------------------------------
+
+# Wikipedia dumps rendered by wiki-thresher: block elements become line breaks, inline markup
+# (<ref>, <hi>, <list>, <item>, ...) is deleted, keeping its text.
+_BLOCK_TAG = re.compile(r"</?(?:p|figure|caption|text)\b[^>]*>", re.IGNORECASE)
+_ANY_TAG = re.compile(r"<[^>]+>")
+
+# MicroBERT's sentence splitter (a variant of spaCy's sentencizer): a line break always ends a
+# sentence; after a full stop, the sentence ends at the first following character that is not
+# punctuation. So "3.5" splits too, as in the reference, which is what makes the token counts
+# match the paper's Table 1.
+FULL_STOPS = "!.?։؟۔܀܁܂߹।॥၊။።፧፨᙮᜵᜶᠃᠉᥄᥅᪨᪩᪪᪫᭚᭛᭞᭟᰻᰼᱾᱿‼‽⁇⁈⁉⸮⸼꓿꘎꘏꛳꛷꡶꡷꣎꣏꤯꧈꧉꩝꩞꩟꫰꫱꯫﹒﹖﹗！．？｡。"
+
+
+def _punctuation_class() -> str:
+    import sys
+    import unicodedata
+
+    chars = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("P")}
+    chars.update(FULL_STOPS)
+    return "".join(re.escape(c) for c in sorted(chars))
+
+
+_SENTENCE_END = None
+
+
+def split_sentences(text: str) -> List[List[str]]:
+    """Sentences (lists of whitespace tokens) of a text, per MicroBERT's punctuation splitter."""
+    global _SENTENCE_END
+    if _SENTENCE_END is None:
+        punct = _punctuation_class()
+        stops = "".join(re.escape(c) for c in FULL_STOPS)
+        _SENTENCE_END = re.compile(f"([{stops}][{punct}]*)(?=[^{punct}\\n])")
+    sentences = []
+    for line in _SENTENCE_END.sub("\\1\\n", text).split("\n"):
+        tokens = line.split()
+        if tokens:
+            sentences.append(tokens)
+    return sentences
+
+
+def read_wikipedia_html(path: Path) -> List[List[str]]:
+    """One article: title, headings and paragraphs as lines, split into sentences of tokens."""
+    lines = [text for _, text in iter_lines(path)]
+    text = _BLOCK_TAG.sub("\n", "\n".join(lines))
+    return split_sentences(html.unescape(_ANY_TAG.sub("", text)))
+
+
+def read_plain_text(path: Path) -> List[List[str]]:
+    """One sentence per line (Coptic, Ancient Greek); whitespace tokens."""
+    return [line.split() for _, line in iter_lines(path) if line.strip()]
+
+
+CORPUS_READERS = {
+    "wikipedia_html": (read_wikipedia_html, (".html", ".htm", ".xml")),
+    "plain_text": (read_plain_text, (".txt",)),
+    "plain_text_gz": (read_plain_text, (".txt.gz", ".gz")),
+}
+
+
+def read_corpus_documents(source: DataPath, corpus_format: str) -> List[Tuple[str, List[List[str]]]]:
+    """(document name, sentences) for every document of a corpus, in sorted file order."""
+    if corpus_format not in CORPUS_READERS:
+        raise DataError(f"unknown corpus format {corpus_format!r}; known: {', '.join(CORPUS_READERS)}")
+    reader, suffixes = CORPUS_READERS[corpus_format]
+    documents = [(path.name, reader(path)) for path in source.files(suffixes)]
+    if not any(sentences for _, sentences in documents):
+        raise DataError(f"{source.resolve()}: corpus is empty (no tokens in {len(documents)} files)")
+    return documents
+
+
+def _natural_key(name: str):
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
+def split_documents(
+    documents: List[Tuple[str, List[List[str]]]], seed: int = 1337, train_fraction: float = 0.9
+) -> Dict[str, List[Tuple[str, List[List[str]]]]]:
+    """MicroBERT's train/dev split: order documents by name (numbers compared as numbers, so
+    ``wo_wikipedia_org__9`` precedes ``__10`` as in the reference), shuffle them with
+    ``random.seed(seed)`` and keep the first ceil(train_fraction * n) for training (SPEC §A.1).
+
+    A corpus that is a single document (Coptic's one-sentence-per-line file) is split by lines
+    instead, with the same rule, so that dev is not empty."""
+    documents = sorted(documents, key=lambda d: _natural_key(d[0]))
+    if len(documents) == 1:
+        name, sentences = documents[0]
+        documents = [(f"{name}:{i}", [s]) for i, s in enumerate(sentences)]
+    rng = random.Random(seed)
+    rng.shuffle(documents)
+    cut = math.ceil(train_fraction * len(documents))
+    return {"train": documents[:cut], "dev": documents[cut:]}
