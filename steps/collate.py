@@ -1,0 +1,133 @@
+"""Instances (see :mod:`steps.inputs`) → the padded tensor batch `MicroBertForPretraining` takes.
+
+==================  ===========  ==================================================================
+field               shape        content
+==================  ===========  ==================================================================
+input_ids           (B, T)       [CLS] subwords [SEP], MLM-corrupted, padded with [PAD] = 0
+attention_mask      (B, T)       1 on real positions ([CLS] and [SEP] included), 0 on padding
+token_type_ids      (B, T)       all 0
+labels              (B, T)       original id at MLM-selected positions, -100 elsewhere
+heads               (B, T)       subword head position (0 = ROOT) at positions 1..n; -1 at [CLS],
+                                 [SEP] and padding (the convention of :mod:`models.trees`)
+token_spans         (B, W+2, 2)  inclusive subword span per word, [CLS]/[SEP] entries included;
+                                 padded with (0, 0) (SPEC §A.10)
+word_count          (B,)         W of each row
+xpos                (B, W)       XPOS label id per word; -100 on padding, on tags outside the label
+                                 set, and on silver rows unless ``xpos_from_silver_rows``
+tree_is_gold        (B,)         1 for treebank rows, 0 for parsed-corpus rows
+==================  ===========  ==================================================================
+
+T = longest row + 2, W = most words in a row. MLM masking is transformers'
+`DataCollatorForLanguageModeling` (15 %, 80/10/10 [MASK]/random/kept; special ids, [UNK]
+included, are never selected), drawn from a caller-supplied seed so a run can be replayed batch by
+batch; a batch in which nothing was selected is masked again (SPEC §C).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from transformers import DataCollatorForLanguageModeling
+
+from .inputs import Instance
+
+IGNORE_INDEX = -100
+NO_HEAD = -1
+# Re-masking an all-unmasked batch: with p = 0.15 per token the chance of needing more than a few
+# draws is negligible; the cap only turns a pathological input into an error instead of a hang.
+MAX_MASKING_DRAWS = 1000
+
+
+class PretrainingCollator:
+    """Callable collator: ``collator(instances, seed=...)`` → dict of tensors.
+
+    ``seed`` makes the MLM masking of that batch reproducible (the training loop derives one per
+    micro-batch). Without a seed the collator's own generator, seeded once from ``seed`` at
+    construction, is used and advances from call to call.
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        xpos_labels: Sequence[str],
+        xpos_from_silver_rows: bool = False,
+        mlm_probability: float = 0.15,
+        seed: int = 0,
+    ):
+        if tokenizer.pad_token_id != 0:
+            raise ValueError(f"the collator pads with 0, but the tokenizer's [PAD] id is {tokenizer.pad_token_id}")
+        self.tokenizer = tokenizer
+        self.masker = DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=mlm_probability)
+        self.xpos_index = {tag: i for i, tag in enumerate(xpos_labels)}
+        self.xpos_from_silver_rows = xpos_from_silver_rows
+        self.special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, instances: Sequence[Instance], seed: Optional[int] = None) -> Dict[str, torch.Tensor]:
+        if not instances:
+            raise ValueError("cannot collate an empty batch")
+        batch_size = len(instances)
+        length = max(len(row["input_ids"]) for row in instances)
+        words = max(len(row["xpos"]) for row in instances)
+
+        input_ids = torch.zeros(batch_size, length, dtype=torch.long)
+        attention_mask = torch.zeros(batch_size, length, dtype=torch.long)
+        heads = torch.full((batch_size, length), NO_HEAD, dtype=torch.long)
+        token_spans = torch.zeros(batch_size, words + 2, 2, dtype=torch.long)
+        xpos = torch.full((batch_size, words), IGNORE_INDEX, dtype=torch.long)
+        word_count = torch.zeros(batch_size, dtype=torch.long)
+        tree_is_gold = torch.zeros(batch_size, dtype=torch.long)
+
+        for b, row in enumerate(instances):
+            ids, head = row["input_ids"], row["head"]
+            if len(head) != len(ids) - 2 or len(row["token_spans"]) != len(row["xpos"]) + 2:
+                raise ValueError(
+                    f"malformed instance {b}: {len(ids)} input ids, {len(head)} heads, "
+                    f"{len(row['token_spans'])} spans, {len(row['xpos'])} words"
+                )
+            input_ids[b, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[b, : len(ids)] = 1
+            heads[b, 1 : len(head) + 1] = torch.tensor(head, dtype=torch.long)
+            token_spans[b, : len(row["token_spans"])] = torch.tensor(row["token_spans"], dtype=torch.long)
+            word_count[b] = len(row["xpos"])
+            gold = bool(row["tree_is_gold"][0])
+            tree_is_gold[b] = int(gold)
+            if gold or self.xpos_from_silver_rows:
+                tags = [self.xpos_index.get(tag, IGNORE_INDEX) for tag in row["xpos"]]
+                xpos[b, : len(tags)] = torch.tensor(tags, dtype=torch.long)
+
+        corrupted, labels = self._mask(input_ids, seed)
+        return {
+            "input_ids": corrupted,
+            "attention_mask": attention_mask,
+            "token_type_ids": torch.zeros_like(input_ids),
+            "labels": labels,
+            "heads": heads,
+            "token_spans": token_spans,
+            "word_count": word_count,
+            "xpos": xpos,
+            "tree_is_gold": tree_is_gold,
+        }
+
+    def _mask(self, input_ids: torch.Tensor, seed: Optional[int]):
+        special = torch.isin(input_ids, self.special_ids)
+        if bool(special.all()):
+            raise ValueError("batch has no maskable token (every position is [PAD], [CLS], [SEP], [UNK] or [MASK])")
+        # The HF collator draws from `self.generator` (its `seed` field only seeds on first use), so
+        # hand it ours for this batch.
+        self.masker.generator = torch.Generator().manual_seed(seed) if seed is not None else self.generator
+        try:
+            for _ in range(MAX_MASKING_DRAWS):
+                corrupted, labels = self.masker.torch_mask_tokens(input_ids.clone(), special_tokens_mask=special)
+                if bool((labels != IGNORE_INDEX).any()):
+                    return corrupted, labels
+        finally:
+            self.masker.generator = None
+        raise ValueError(f"no token was masked in {MAX_MASKING_DRAWS} draws (mlm_probability too small?)")
+
+
+def collate_batches(collator: PretrainingCollator, rows: List[Instance], batch_size: int, seed: int):
+    """Consecutive batches of ``rows`` with masking seeded by (seed, batch index): the same masks
+    every time, which makes repeated dev evaluations comparable."""
+    for number, start in enumerate(range(0, len(rows), batch_size)):
+        yield collator(rows[start : start + batch_size], seed=seed + number)

@@ -1,0 +1,448 @@
+"""The second half of the DAG: pretrain one condition's µBERT on the model inputs.
+
+    build_pretraining_data ──► pretrain_microbert ◄── train_tokenizer
+                                      │
+                                      ▼
+                     directory: encoder/ (+ tokenizer files), metrics.json
+
+One step per (language, condition, scale, seed). Training survives being killed: every
+``checkpoint_every`` optimizer steps the full state (model, optimizer, scheduler, RNG, step,
+validation history) is written atomically to the step's work directory, and running the same
+config again picks up from there ("resuming from step N" in the log). A resumed run is bit-for-bit
+the run that was never interrupted: batch order, MLM masks and P/T samples are derived from
+(seed, micro-batch index), and dropout's RNG state travels in the checkpoint.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import torch
+from tango import Step
+from tango.common import FromParams, Tqdm
+
+from .collate import IGNORE_INDEX, PretrainingCollator, collate_batches
+from .formats import DirectoryFormat
+from .vocab import load_tokenizer
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "checkpoint.pt"
+# Test hook: raise `SimulatedCrash` right after optimizer step N (after its checkpoint, if one is
+# due), as if the process had been killed there. Not part of the cache key.
+CRASH_AFTER_STEP_ENV = "SIB_PRETRAIN_CRASH_AFTER_STEP"
+
+
+class SimulatedCrash(RuntimeError):
+    pass
+
+
+class PretrainingConfig(FromParams):
+    """Optimisation and bookkeeping of one pretraining run; set per scale in
+    ``configs/scales.libsonnet``. Defaults are the CPU-feasible reduction of SPEC §G."""
+
+    def __init__(
+        self,
+        max_steps: int = 3000,
+        batch_size: int = 32,
+        grad_accumulation: int = 1,
+        lr: float = 3e-3,
+        betas: Tuple[float, float] = (0.9, 0.98),
+        eps: float = 1e-6,
+        weight_decay: float = 0.01,
+        warmup: float = 0.1,
+        validate_every: int = 500,
+        max_validation_rows: Optional[int] = 1000,
+        validation_batch_size: Optional[int] = None,
+        checkpoint_every: int = 250,
+        seed: int = 42,
+        mlm_probability: float = 0.15,
+        xpos_from_silver_rows: bool = False,
+    ):
+        """
+        :param max_steps: optimizer steps (each ``batch_size × grad_accumulation`` rows).
+        :param warmup: linear-warmup length of the cosine schedule; < 1 is a fraction of
+            ``max_steps``, ≥ 1 a number of steps (the paper's 10,000).
+        :param max_validation_rows: dev rows used for validation (an evenly spaced subset, so the
+            gold treebank rows at the end of dev are represented); None = all.
+        :param xpos_from_silver_rows: also train X on the corpus parser's tags, as the reference code
+            did (SPEC §L7); the paper trains it on gold treebank tags only.
+        """
+        if max_steps < 1 or batch_size < 1 or grad_accumulation < 1:
+            raise ValueError("max_steps, batch_size and grad_accumulation must be positive")
+        if validate_every < 1 or checkpoint_every < 1:
+            raise ValueError("validate_every and checkpoint_every must be positive")
+        if warmup < 0:
+            raise ValueError("warmup must be ≥ 0")
+        self.max_steps = max_steps
+        self.batch_size = batch_size
+        self.grad_accumulation = grad_accumulation
+        self.lr = lr
+        self.betas = tuple(betas)
+        self.eps = eps
+        self.weight_decay = weight_decay
+        self.warmup = warmup
+        self.validate_every = validate_every
+        self.max_validation_rows = max_validation_rows
+        self.validation_batch_size = validation_batch_size
+        self.checkpoint_every = checkpoint_every
+        self.seed = seed
+        self.mlm_probability = mlm_probability
+        self.xpos_from_silver_rows = xpos_from_silver_rows
+
+    @property
+    def warmup_steps(self) -> int:
+        return int(round(self.warmup * self.max_steps)) if self.warmup < 1 else int(self.warmup)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(vars(self), warmup_steps=self.warmup_steps)
+
+
+def derived_seed(seed: int, purpose: str, index: int = 0) -> int:
+    """A 63-bit seed for one (purpose, index), independent of everything else that drew before."""
+    digest = hashlib.sha256(f"{seed}/{purpose}/{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+class BatchOrder:
+    """Micro-batch k of a run: epochs are fresh permutations seeded by (seed, epoch); the last
+    incomplete batch of an epoch is dropped so every micro-batch has the same number of rows."""
+
+    def __init__(self, num_rows: int, batch_size: int, seed: int):
+        self.num_rows = num_rows
+        self.batch_size = min(batch_size, num_rows)
+        self.batches_per_epoch = num_rows // self.batch_size
+        self.seed = seed
+        self._epoch = -1
+        self._permutation: List[int] = []
+
+    def indices(self, micro_batch: int) -> List[int]:
+        epoch, number = divmod(micro_batch, self.batches_per_epoch)
+        if epoch != self._epoch:
+            generator = torch.Generator().manual_seed(derived_seed(self.seed, "epoch", epoch))
+            self._permutation = torch.randperm(self.num_rows, generator=generator).tolist()
+            self._epoch = epoch
+        return self._permutation[number * self.batch_size : (number + 1) * self.batch_size]
+
+
+def evenly_spaced(rows: List[Any], limit: Optional[int]) -> List[Any]:
+    if limit is None or len(rows) <= limit:
+        return list(rows)
+    return [rows[(i * len(rows)) // limit] for i in range(limit)]
+
+
+@contextmanager
+def structure_losses_without_dropout(model):
+    """Evaluation mode, except that the model's own ``training`` flag is set so its forward adds
+    the P and T losses (which `MicroBertForPretraining` computes only in training mode); every
+    submodule, dropout included, stays in eval mode. Validation reports them this way; they are
+    not part of the validation ``loss`` (SPEC §G, §L12)."""
+    was_training = model.training
+    model.eval()
+    model.training = True
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _save_atomically(obj: Any, path: Path) -> None:
+    partial = path.with_name(path.name + ".partial")
+    torch.save(obj, partial)
+    os.replace(partial, path)
+
+
+def _to_device(batch: Dict[str, torch.Tensor], device: torch.device) -> Dict[str, torch.Tensor]:
+    return {key: value.to(device) for key, value in batch.items()}
+
+
+def _known_config_fields() -> set:
+    from models import MicroBertConfig
+
+    return set(MicroBertConfig().to_dict())
+
+
+@Step.register("pretrain_microbert")
+class PretrainMicrobert(Step):
+    """Pretrain a µBERT under one paper condition (M, MX, MPT-SLA, …, SPEC §C) with AdamW and a
+    warmup + cosine schedule (SPEC §G), validating on dev and checkpointing as it goes.
+
+    Result: a directory holding
+
+    * ``encoder/``: the encoder of the **last** step (as the reference exports, SPEC §G/§L12) plus
+      the tokenizer files, so ``AutoTokenizer.from_pretrained`` and ``AutoModel.from_pretrained``
+      load it (SLA and relative-position encoders after ``import models``);
+    * ``metrics.json``: the validation curve (per-loss components, tokens/s, wall time), the final
+      figures, and the step with the best dev MLM loss (recorded, not exported).
+
+    ``wandb``, ``num_threads`` and ``device`` change how the run is watched and where it runs, not
+    its result, so they are left out of the cache key.
+    """
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DirectoryFormat()
+    SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device"}
+
+    def run(  # type: ignore[override]
+        self,
+        pretraining_data: Dict[str, Any],
+        tokenizer: Path,
+        condition: str,
+        model: Optional[Dict[str, Any]] = None,
+        training: PretrainingConfig = PretrainingConfig(),
+        wandb: bool = False,
+        num_threads: Optional[int] = None,
+        device: Optional[str] = None,
+    ) -> Path:
+        previous_threads = torch.get_num_threads()
+        if num_threads:
+            torch.set_num_threads(num_threads)
+        try:
+            return self._pretrain(pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device)
+        finally:
+            torch.set_num_threads(previous_threads)
+
+    # ------------------------------------------------------------------------------------------
+
+    def _build_model(self, condition: str, overrides: Dict[str, Any], vocab_size: int, num_xpos: int, seed: int):
+        from models import MicroBertForPretraining, parse_condition
+
+        objectives = parse_condition(condition)["pretraining_objectives"]
+        unknown = set(overrides) - _known_config_fields()
+        if unknown:
+            raise ValueError(f"unknown model config field(s) {sorted(unknown)} for condition {condition}")
+        fixed = {"vocab_size", "num_xpos_labels", "pretraining_objectives", "syntax_attention"} & set(overrides)
+        if fixed:
+            raise ValueError(f"model config field(s) {sorted(fixed)} come from the data and the condition; do not set them")
+        fields = dict(overrides, vocab_size=vocab_size)
+        if "X" in objectives:
+            if num_xpos == 0:
+                raise ValueError(f"condition {condition} trains XPOS tagging, but the data has no gold XPOS labels")
+            fields["num_xpos_labels"] = num_xpos
+        torch.manual_seed(derived_seed(seed, "init"))
+        return MicroBertForPretraining.from_condition(condition, **fields)
+
+    def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device):
+        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        tokenizer = load_tokenizer(tokenizer_dir)
+        xpos_labels = list(data["xpos_labels"])
+        train_rows, dev_rows = data["train"], evenly_spaced(data["dev"], config.max_validation_rows)
+        collator = PretrainingCollator(
+            tokenizer, xpos_labels, xpos_from_silver_rows=config.xpos_from_silver_rows, mlm_probability=config.mlm_probability
+        )
+        model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
+        optimizer = torch.optim.AdamW(
+            model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
+        )
+        from transformers import get_cosine_schedule_with_warmup
+
+        scheduler = get_cosine_schedule_with_warmup(optimizer, config.warmup_steps, config.max_steps)
+        order = BatchOrder(len(train_rows), config.batch_size, config.seed)
+        if order.batch_size < config.batch_size:
+            self.logger.warning("only %d training rows: batches of %d instead of %d", len(train_rows), order.batch_size, config.batch_size)
+
+        state = {
+            "step": 0, "history": [], "train_tokens": 0, "train_seconds": 0.0, "wall_seconds": 0.0, "resumed_from": [],
+            # Since the last validation: summed train loss, steps, tokens, seconds.
+            "window": {"loss": 0.0, "steps": 0, "tokens": 0, "seconds": 0.0},
+        }
+        checkpoint_path = self.work_dir / CHECKPOINT_NAME
+        if checkpoint_path.exists():
+            saved = torch.load(checkpoint_path, map_location=device, weights_only=True)
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            scheduler.load_state_dict(saved["scheduler"])
+            torch.set_rng_state(saved["rng"])
+            state = saved["state"]
+            state["resumed_from"].append(state["step"])
+            self.logger.info("resuming from step %d (checkpoint %s)", state["step"], checkpoint_path)
+        else:
+            torch.manual_seed(derived_seed(config.seed, "dropout"))
+        crash_after = int(os.environ[CRASH_AFTER_STEP_ENV]) if os.environ.get(CRASH_AFTER_STEP_ENV) else None
+
+        run_info = {
+            "condition": condition,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "encoder_parameters": sum(p.numel() for p in model.bert.parameters()),
+            "model_config": model.config.to_diff_dict(),
+            "training": config.to_dict(),
+            "train_rows": len(train_rows),
+            "dev_rows_used": len(dev_rows),
+            "xpos_labels": len(xpos_labels),
+            "device": str(device),
+            "threads": torch.get_num_threads(),
+        }
+        self.logger.info(
+            "pretraining %s: %d parameters, %d train rows, %d steps of %d×%d rows, warmup %d",
+            condition, run_info["parameters"], len(train_rows), config.max_steps, order.batch_size,
+            config.grad_accumulation, config.warmup_steps,
+        )
+        wandb_run = self._start_wandb(run_info) if use_wandb else None
+
+        model.train()
+        session_start = time.perf_counter()
+        wall_before = state["wall_seconds"]
+        window = state["window"]
+        progress = Tqdm.tqdm(total=config.max_steps, initial=state["step"], desc=f"pretraining {condition}")
+        while state["step"] < config.max_steps:
+            step_start = time.perf_counter()
+            components: Dict[str, float] = {}
+            for part in range(config.grad_accumulation):
+                micro = state["step"] * config.grad_accumulation + part
+                rows = [train_rows[i] for i in order.indices(micro)]
+                batch = _to_device(collator(rows, seed=derived_seed(config.seed, "mask", micro)), device)
+                model.set_sampling_seed(derived_seed(config.seed, "trees", micro))
+                output = model(**batch)
+                (output.loss / config.grad_accumulation).backward()
+                for name in ("loss", "mlm_loss", "xpos_loss", "phrase_loss", "tree_loss"):
+                    value = getattr(output, name)
+                    if value is not None:
+                        components[name] = components.get(name, 0.0) + float(value.detach()) / config.grad_accumulation
+                tokens = int(batch["attention_mask"].sum())
+                window["tokens"] += tokens
+                state["train_tokens"] += tokens
+            if not math.isfinite(components["loss"]):
+                raise FloatingPointError(f"training loss is {components['loss']} at step {state['step'] + 1}; try a lower lr (SPEC §G: 1e-3)")
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            state["step"] += 1
+            seconds = time.perf_counter() - step_start
+            window["seconds"] += seconds
+            state["train_seconds"] += seconds
+            window["loss"] += components["loss"]
+            window["steps"] += 1
+            progress.update(1)
+            progress.set_postfix(loss=f"{components['loss']:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
+            if wandb_run is not None:
+                wandb_run.log({f"train/{k}": v for k, v in components.items()} | {"train/lr": scheduler.get_last_lr()[0]}, step=state["step"])
+
+            step = state["step"]
+            if step % config.validate_every == 0 or step == config.max_steps:
+                record = self._validate(model, collator, dev_rows, config, device)
+                record.update(
+                    step=step,
+                    lr=scheduler.get_last_lr()[0],
+                    train_loss=window["loss"] / max(window["steps"], 1),
+                    tokens_per_second=window["tokens"] / max(window["seconds"], 1e-9),
+                    train_tokens=state["train_tokens"],
+                    wall_seconds=wall_before + time.perf_counter() - session_start,
+                )
+                state["history"].append(record)
+                window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
+                self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
+                if wandb_run is not None:
+                    wandb_run.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
+            if step % config.checkpoint_every == 0 or step == config.max_steps:
+                state["wall_seconds"] = wall_before + time.perf_counter() - session_start
+                _save_atomically(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(),
+                        "rng": torch.get_rng_state(),
+                        "state": state,
+                    },
+                    checkpoint_path,
+                )
+            if crash_after is not None and step == crash_after:
+                progress.close()
+                raise SimulatedCrash(f"{CRASH_AFTER_STEP_ENV}={crash_after}: stopping after step {step}")
+        progress.close()
+        state["wall_seconds"] = wall_before + time.perf_counter() - session_start
+        result = self._export(model, tokenizer_dir, run_info, state)
+        if wandb_run is not None:
+            wandb_run.summary.update(json.loads((result / "metrics.json").read_text())["final"])
+            wandb_run.finish()
+        return result
+
+    @torch.no_grad()
+    def _validate(self, model, collator, rows, config: PretrainingConfig, device) -> Dict[str, float]:
+        """Dev losses with dropout off and the same masks and P/T samples at every validation.
+        ``loss`` = mlm + xpos, the reference's validation metric without its parser term; MLM is
+        averaged over masked tokens, XPOS over labelled words, P and T over batches."""
+        uses_structure = bool({"P", "T"} & set(model.config.pretraining_objectives))
+        sums = {"mlm": 0.0, "xpos": 0.0, "phrase": 0.0, "tree": 0.0}
+        weights = {"mlm": 0, "xpos": 0, "phrase": 0, "tree": 0}
+        with torch.random.fork_rng(devices=[]), (structure_losses_without_dropout(model) if uses_structure else _eval_mode(model)):
+            model.set_sampling_seed(derived_seed(config.seed, "dev-trees"))
+            batches = collate_batches(collator, rows, config.validation_batch_size or config.batch_size, derived_seed(config.seed, "dev-mask"))
+            for batch in batches:
+                output = model(**_to_device(batch, device))
+                masked = int((batch["labels"] != IGNORE_INDEX).sum())
+                sums["mlm"] += float(output.mlm_loss) * masked
+                weights["mlm"] += masked
+                if output.xpos_loss is not None:
+                    # `sequence_cross_entropy` averages per row, then over labelled rows.
+                    labelled_rows = int((batch["xpos"] != IGNORE_INDEX).any(-1).sum())
+                    sums["xpos"] += float(output.xpos_loss) * labelled_rows
+                    weights["xpos"] += labelled_rows
+                for name, value in (("phrase", output.phrase_loss), ("tree", output.tree_loss)):
+                    if value is not None:
+                        sums[name] += float(value)
+                        weights[name] += 1
+        record = {f"dev_{name}_loss": sums[name] / weights[name] for name in sums if weights[name]}
+        record["dev_loss"] = record["dev_mlm_loss"] + record.get("dev_xpos_loss", 0.0)
+        record["dev_mlm_perplexity"] = math.exp(min(record["dev_mlm_loss"], 50.0))
+        return record
+
+    def _export(self, model, tokenizer_dir: Path, run_info: Dict[str, Any], state: Dict[str, Any]) -> Path:
+        out = self.work_dir / "result"
+        shutil.rmtree(out, ignore_errors=True)
+        encoder_dir = out / "encoder"
+        model.cpu().export_encoder(encoder_dir)
+        for file in tokenizer_dir.iterdir():
+            if file.is_file() and file.name != "config.json":
+                shutil.copy2(file, encoder_dir / file.name)
+        history = state["history"]
+        best = min(history, key=lambda record: record["dev_mlm_loss"])
+        metrics = dict(
+            run_info,
+            history=history,
+            final=dict(history[-1], train_seconds=state["train_seconds"], wall_seconds=state["wall_seconds"],
+                       tokens_per_second=state["train_tokens"] / max(state["train_seconds"], 1e-9)),
+            exported_step=state["step"],
+            best_step=best["step"],
+            best_dev_mlm_loss=best["dev_mlm_loss"],
+            resumed_from=state["resumed_from"],
+        )
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        self.logger.info(
+            "exported the step-%d encoder to %s (best dev MLM loss %.4f at step %d; %.0f tokens/s)",
+            state["step"], encoder_dir, best["dev_mlm_loss"], best["step"], metrics["final"]["tokens_per_second"],
+        )
+        return out
+
+    def _start_wandb(self, run_info: Dict[str, Any]):
+        """Weights & Biases in offline mode unless WANDB_MODE says otherwise (`wandb sync` later)."""
+        import wandb as wandb_lib
+
+        os.environ.setdefault("WANDB_MODE", "offline")
+        return wandb_lib.init(
+            project=os.environ.get("WANDB_PROJECT", "syntactic-inductive-bias"),
+            name=f"{run_info['condition']}-{self.unique_id[-8:]}",
+            id=hashlib.sha256(self.unique_id.encode()).hexdigest()[:16],
+            resume="allow",
+            dir=str(self.work_dir),
+            config=run_info,
+        )
+
+
+@contextmanager
+def _eval_mode(model) -> Iterator[None]:
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)

@@ -1,0 +1,147 @@
+"""The pretraining step end to end through Tango: a few steps of a tiny µBERT on real Wolof
+instances, encoder export, metrics, and resuming after a crash (SPEC §G)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from tango.workspaces import LocalWorkspace
+
+from steps.inputs import make_instances
+from steps.pretrain import CRASH_AFTER_STEP_ENV, BatchOrder, PretrainingConfig, PretrainMicrobert, evenly_spaced
+
+TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+              "max_position_embeddings": 128}
+TIMING_FIELDS = {"tokens_per_second", "wall_seconds", "train_seconds"}
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(small_wolof_tokenizer, tmp_path_factory):
+    path = tmp_path_factory.mktemp("tokenizer")
+    small_wolof_tokenizer.save_pretrained(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def pretraining_data(wolof_dev_sentences, small_wolof_tokenizer):
+    """The shape `build_pretraining_data` returns: silver-flagged rows with gold rows mixed in."""
+    tok = small_wolof_tokenizer
+    train = make_instances(tok, wolof_dev_sentences[:96], False, 128, "silver") + make_instances(tok, wolof_dev_sentences[96:108], True, 128, "gold")
+    dev = make_instances(tok, wolof_dev_sentences[300:324], False, 128, "silver") + make_instances(tok, wolof_dev_sentences[324:332], True, 128, "gold")
+    labels = sorted({tag for row in train if row["tree_is_gold"][0] for tag in row["xpos"]})
+    return {"train": train, "dev": dev, "xpos_labels": labels, "stats": {}}
+
+
+def make_step(pretraining_data, tokenizer_dir, condition="M", **training):
+    settings = dict(max_steps=6, batch_size=8, warmup=0.5, validate_every=3, checkpoint_every=2, seed=5,
+                    max_validation_rows=16)
+    settings.update(training)
+    return PretrainMicrobert(
+        pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition=condition, model=TINY_MODEL,
+        training=PretrainingConfig(**settings), num_threads=1,
+    )
+
+
+def read_metrics(result):
+    return json.loads((result / "metrics.json").read_text())
+
+
+def without_timings(history):
+    return [{k: v for k, v in record.items() if k not in TIMING_FIELDS} for record in history]
+
+
+def test_plain_condition_exports_a_stock_bert_encoder(pretraining_data, tokenizer_dir, tmp_path):
+    from transformers import AutoModel, AutoTokenizer, BertModel
+
+    workspace = LocalWorkspace(tmp_path / "workspace")
+    step = make_step(pretraining_data, tokenizer_dir, "M")
+    result = step.result(workspace)
+    encoder = AutoModel.from_pretrained(result / "encoder")
+    tokenizer = AutoTokenizer.from_pretrained(result / "encoder")
+    assert type(encoder) is BertModel and encoder.config.hidden_size == 32
+    assert tokenizer("Waaw , dama ko xam")["input_ids"][0] == tokenizer.cls_token_id
+
+    # The export is the last state (SPEC §G): equal to the model in the final checkpoint.
+    checkpoint = torch.load(workspace.work_dir(step) / "checkpoint.pt", weights_only=True)
+    assert checkpoint["state"]["step"] == 6
+    exported = encoder.state_dict()
+    for name, value in checkpoint["model"].items():
+        if name.startswith("bert."):
+            assert torch.equal(exported[name[len("bert."):]], value), name
+
+    metrics = read_metrics(result)
+    assert [r["step"] for r in metrics["history"]] == [3, 6]
+    assert metrics["exported_step"] == 6 and metrics["best_step"] in (3, 6)
+    assert metrics["best_dev_mlm_loss"] == min(r["dev_mlm_loss"] for r in metrics["history"])
+    final = metrics["final"]
+    assert final["train_tokens"] > 0 and final["tokens_per_second"] > 0 and final["wall_seconds"] > 0
+    assert "dev_xpos_loss" not in final and final["dev_loss"] == final["dev_mlm_loss"]
+    assert metrics["resumed_from"] == []
+    # A second request is served from the cache, not retrained.
+    assert make_step(pretraining_data, tokenizer_dir, "M") in workspace.step_cache
+
+
+def test_sla_condition_exports_a_microbert_encoder_with_all_losses(pretraining_data, tokenizer_dir, tmp_path):
+    import models  # noqa: F401  (registers model_type "microbert" with AutoModel)
+    from transformers import AutoModel
+
+    result = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", max_steps=3, validate_every=3).result(
+        LocalWorkspace(tmp_path / "workspace")
+    )
+    encoder = AutoModel.from_pretrained(result / "encoder")
+    assert type(encoder) is models.MicroBertModel and encoder.config.syntax_attention == "sla"
+    final = read_metrics(result)["final"]
+    for name in ("dev_mlm_loss", "dev_xpos_loss", "dev_phrase_loss", "dev_tree_loss", "train_loss"):
+        assert final[name] > 0 and final[name] == final[name], name
+    assert final["dev_loss"] == pytest.approx(final["dev_mlm_loss"] + final["dev_xpos_loss"])
+
+
+def test_resuming_after_a_crash_matches_an_uninterrupted_run(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
+    from transformers import AutoModel
+
+    reference = make_step(pretraining_data, tokenizer_dir).result(LocalWorkspace(tmp_path / "uninterrupted"))
+
+    workspace = LocalWorkspace(tmp_path / "crashed")
+    monkeypatch.setenv(CRASH_AFTER_STEP_ENV, "5")  # the last checkpoint before it is step 4
+    with pytest.raises(Exception, match="stopping after step 5"):
+        make_step(pretraining_data, tokenizer_dir).result(workspace)
+    monkeypatch.delenv(CRASH_AFTER_STEP_ENV)
+    resumed = make_step(pretraining_data, tokenizer_dir).result(workspace)
+
+    metrics, expected = read_metrics(resumed), read_metrics(reference)
+    assert metrics["resumed_from"] == [4]
+    assert without_timings(metrics["history"]) == without_timings(expected["history"])
+    # Stock AutoModel adds a freshly initialised pooler; every trained weight must match exactly.
+    ours = AutoModel.from_pretrained(resumed / "encoder").state_dict()
+    theirs = AutoModel.from_pretrained(reference / "encoder").state_dict()
+    trained = [k for k in ours if not k.startswith("pooler.")]
+    assert len(trained) > 30 and ours.keys() == theirs.keys()
+    assert all(torch.equal(ours[k], theirs[k]) for k in trained)
+
+
+def test_gradient_accumulation_sees_every_micro_batch_once_per_epoch():
+    order = BatchOrder(num_rows=20, batch_size=4, seed=1)
+    epoch = [i for micro in range(5) for i in order.indices(micro)]
+    assert sorted(epoch) == list(range(20))
+    assert order.indices(5) != order.indices(0) or order.indices(6) != order.indices(1)
+
+
+def test_validation_subset_keeps_the_gold_rows_at_the_end():
+    rows = list(range(100))
+    subset = evenly_spaced(rows, 10)
+    assert len(subset) == 10 and subset[0] == 0 and subset[-1] >= 90
+
+
+def test_warmup_is_a_fraction_or_a_step_count():
+    assert PretrainingConfig(max_steps=3000, warmup=0.1).warmup_steps == 300
+    assert PretrainingConfig(max_steps=62500, warmup=10000).warmup_steps == 10000
+    with pytest.raises(ValueError):
+        PretrainingConfig(max_steps=0)
+
+
+def test_unknown_model_fields_are_rejected(pretraining_data, tokenizer_dir, tmp_path):
+    step = PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="M",
+                             model={"hiden_size": 32}, training=PretrainingConfig(max_steps=1, batch_size=4))
+    with pytest.raises(Exception, match="hiden_size"):
+        step.result(LocalWorkspace(tmp_path / "workspace"))
