@@ -66,7 +66,31 @@ local ref(name) = { type: "ref", ref: name };
       },
     },
 
-  experiment(language, scale, parser_backend="stanza"):: {
+  // The paper's Table 2 conditions (SPEC §C): M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree
+  // losses, -SLA = syntax-aware local attention.
+  conditions: ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"],
+
+  // The data pipeline alone, shared by every condition (experiments/*_data.jsonnet).
+  data_experiment(language, scale, parser_backend="stanza"):: {
     steps: $.data_steps(language, scale, parser_backend),
   },
+
+  // One table cell: the shared data steps plus a µBERT pretrained under `condition`. Only the
+  // `pretrained_model` step depends on condition and seed, so all conditions of a language at a
+  // scale reuse one cached parse and vocabulary.
+  experiment(language, condition, scale, seed=42, parser_backend="stanza")::
+    assert std.member($.conditions, condition) : "unknown condition " + condition + "; known: " + std.join(", ", $.conditions);
+    local s = scales[scale];
+    {
+      steps: $.data_steps(language, scale, parser_backend) + {
+        pretrained_model: {
+          type: "pretrain_microbert",
+          pretraining_data: ref("pretraining_data"),
+          tokenizer: ref("tokenizer"),
+          condition: condition,
+          model: s.pretrain.model,
+          training: s.pretrain.training + { seed: seed },
+        },
+      },
+    },
 }

@@ -2,6 +2,9 @@
 //   smoke — seconds to minutes on a laptop; what tests and CI run.
 //   cpu   — one Wolof table cell on a 2-core machine (parser ≤ 15 min of training).
 //   paper — the paper's hyperparameters (SPEC §G), meant for a GPU.
+// Each scale's `pretrain` block feeds the pretrain_microbert step: `model` overrides the µB
+// config (none: every scale keeps the µB size, SPEC §G), `training` is a PretrainingConfig
+// (steps/pretrain.py); the experiment's seed is added by the builder.
 {
   smoke: {
     corpus: { max_train_sentences: 300, max_dev_sentences: 40 },
@@ -12,6 +15,14 @@
       char_hidden_dim: 16, word_emb_dim: 16,
     },
     max_length: 128,
+    // ~30 s on 2 cores: enough to exercise validation, checkpointing and export.
+    pretrain: {
+      model: {},
+      training: {
+        max_steps: 30, batch_size: 8, grad_accumulation: 1, warmup: 0.1,
+        validate_every: 10, max_validation_rows: 64, checkpoint_every: 10,
+      },
+    },
   },
   cpu: {
     corpus: { max_train_sentences: 20000, max_dev_sentences: 1000 },
@@ -23,6 +34,14 @@
       char_hidden_dim: 100, word_emb_dim: 75,
     },
     max_length: 128,
+    // SPEC §G "CPU-feasible reduction": batch 32, no accumulation, 10 % warmup, cosine.
+    pretrain: {
+      model: {},
+      training: {
+        max_steps: 3000, batch_size: 32, grad_accumulation: 1, warmup: 0.1,
+        validate_every: 500, max_validation_rows: 1000, checkpoint_every: 250,
+      },
+    },
   },
   paper: {
     corpus: { max_train_sentences: null, max_dev_sentences: null },
@@ -34,5 +53,14 @@
       char_hidden_dim: 400, word_emb_dim: 75,
     },
     max_length: 512,
+    // SPEC §G: 32 × 8 = 256 rows per step, 62,500 steps, 10k warmup, validate and checkpoint
+    // every 10k steps on the whole dev set.
+    pretrain: {
+      model: {},
+      training: {
+        max_steps: 62500, batch_size: 32, grad_accumulation: 8, warmup: 10000,
+        validate_every: 10000, max_validation_rows: null, checkpoint_every: 10000,
+      },
+    },
   },
 }

@@ -145,3 +145,47 @@ def test_unknown_model_fields_are_rejected(pretraining_data, tokenizer_dir, tmp_
                              model={"hiden_size": 32}, training=PretrainingConfig(max_steps=1, batch_size=4))
     with pytest.raises(Exception, match="hiden_size"):
         step.result(LocalWorkspace(tmp_path / "workspace"))
+
+
+# --- builder and experiment files ---------------------------------------------------------------
+
+DATA_STEPS = ("corpus", "corpus_parser", "parsed_corpus", "tokenizer", "pretraining_data")
+
+
+def load_config(path):
+    from tango.common import Params
+
+    return Params.from_file(path).as_dict(quiet=True)
+
+
+def test_experiment_files_are_current_and_share_data_steps_across_conditions():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    check = subprocess.run([sys.executable, "tools/make_experiments.py", "--check"], cwd=repo, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    conditions = ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"]
+    for scale, folder, steps in [("smoke", "experiments/smoke", 30), ("cpu", "experiments", 3000), ("paper", "experiments/paper", 62500)]:
+        configs = {c: load_config(repo / folder / f"wolof_{c.lower().replace('-', '_')}.jsonnet")["steps"] for c in conditions}
+        first = configs["M"]
+        for condition, config in configs.items():
+            assert {k: config[k] for k in DATA_STEPS} == {k: first[k] for k in DATA_STEPS}, (scale, condition)
+            model = config["pretrained_model"]
+            assert model["type"] == "pretrain_microbert" and model["condition"] == condition
+            assert model["training"]["max_steps"] == steps and model["training"]["seed"] == 42
+            assert model["tokenizer"] == {"type": "ref", "ref": "tokenizer"}
+            PretrainingConfig(**model["training"])  # every scale's block is a valid config
+    assert load_config(repo / "experiments/paper/wolof_m.jsonnet")["steps"]["pretrained_model"]["training"]["grad_accumulation"] == 8
+
+
+def test_builder_rejects_unknown_conditions(tmp_path):
+    from pathlib import Path
+
+    lib = Path(__file__).resolve().parents[1] / "configs/lib.libsonnet"
+    bad = tmp_path / "bad.jsonnet"
+    bad.write_text(f'(import "{lib}").experiment("wolof", "MQ", "smoke")\n')
+    with pytest.raises(Exception, match="unknown condition MQ"):
+        load_config(bad)

@@ -1,2 +1,2 @@
 // The data pipeline alone (parse corpus → vocab → model inputs) for Wolof at smoke scale.
-(import "../../configs/lib.libsonnet").experiment("wolof", "smoke")
+(import "../../configs/lib.libsonnet").data_experiment("wolof", "smoke")
