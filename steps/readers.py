@@ -86,6 +86,13 @@ def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
     sentences: List[Sentence] = []
     skipped_ranges = skipped_empty = 0
     for start, block in _sentence_blocks(path):
+        # `conllu` silently accepts word lines with missing columns; UD requires all ten.
+        for offset, line in enumerate(block.splitlines()):
+            if line and not line.startswith("#") and line.count("\t") != 9:
+                raise DataError(
+                    f"{path}:{start + offset}: malformed CoNLL-U line (expected 10 tab-separated "
+                    f"columns, found {line.count(chr(9)) + 1}): {line[:60]!r}"
+                )
         try:
             token_lists = conllu.parse(block)
         except (ParseException, ValueError) as e:

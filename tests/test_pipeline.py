@@ -1,0 +1,96 @@
+"""The data half of the DAG through Tango itself: smoke run, cache reuse, bad input, backends."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from steps.parsing import CorpusParser, ParserBudget, attachment_scores, evaluate_parser, train_udpipe
+from steps.readers import read_conllu, write_conllu
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tango_run(config: Path, workspace: Path, env_overrides=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **(env_overrides or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "tango", "--settings", str(REPO / "tango.yml"), "run", str(config), "-w", str(workspace)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def smoke_workspace(tmp_path_factory):
+    workspace = tmp_path_factory.mktemp("workspace")
+    first = tango_run(REPO / "experiments/smoke/wolof_data.jsonnet", workspace)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    return workspace, first
+
+
+def test_smoke_data_pipeline_runs_and_second_run_reuses_every_step(smoke_workspace):
+    workspace, first = smoke_workspace
+    output = first.stdout + first.stderr
+    for step in ("corpus", "corpus_parser", "parsed_corpus", "tokenizer", "pretraining_data"):
+        assert f'Finished step "{step}"' in output
+    second = tango_run(REPO / "experiments/smoke/wolof_data.jsonnet", workspace)
+    assert second.returncode == 0
+    output = second.stdout + second.stderr
+    assert "Starting step" not in output
+    assert output.count("in cache") >= 5
+
+
+def test_smoke_outputs_are_consistent(smoke_workspace):
+    from tango.format import DillFormat
+
+    workspace, _ = smoke_workspace
+    cache = workspace / "cache"
+    [parser_dir] = cache.glob("TrainCorpusParser-*")
+    info = json.loads((parser_dir / "result/parser.json").read_text())
+    assert info["backend"] == "stanza" and 0 <= info["metrics"]["test_las"] <= 100
+    assert (parser_dir / "result/predicted-test.conllu").exists()
+    [data_dir] = cache.glob("BuildPretrainingData-*")
+    data = DillFormat("gz").read(data_dir)
+    train = data["train"]
+    gold = sum(r["tree_is_gold"][0] for r in train)
+    assert gold == (len(train) - gold) // 8  # the 1:8 mix
+    assert all(len(r["head"]) == len(r["input_ids"]) - 2 for r in train)
+    assert "NOUN" in data["xpos_labels"] or len(data["xpos_labels"]) > 5
+
+
+def test_failing_step_leaves_no_cache_entry(tmp_path):
+    (tmp_path / "data/wolof/corpus").mkdir(parents=True)
+    (tmp_path / "data/wolof/corpus/wo_wikipedia_org__1.html").write_text("<html><body><text></text></body></html>")
+    config = tmp_path / "bad.jsonnet"
+    config.write_text(json.dumps({"steps": {"corpus": {"type": "load_corpus", "language": "wolof", "corpus": {"path": "wolof/corpus"}}}}))
+    result = tango_run(config, tmp_path / "ws", {"SIB_DATA_ROOT": str(tmp_path / "data")})
+    assert result.returncode != 0
+    assert "corpus is empty" in result.stdout + result.stderr
+    assert not list((tmp_path / "ws/cache").glob("LoadCorpus-*/cache-metadata.json"))
+    assert not list((tmp_path / "ws/cache").glob("LoadCorpus-*/data.dill*"))
+
+
+def test_udpipe_backend_trains_and_parses(tmp_path, data_root):
+    train = read_conllu(data_root / "wolof/ud/wo_wtb-ud-train.conllu")[:150]
+    dev = read_conllu(data_root / "wolof/ud/wo_wtb-ud-dev.conllu")[:30]
+    write_conllu(train, tmp_path / "train.conllu")
+    write_conllu(dev, tmp_path / "dev.conllu")
+    out = tmp_path / "parser"
+    out.mkdir()
+    train_udpipe(out, tmp_path / "train.conllu", tmp_path / "dev.conllu", ParserBudget(udpipe_iterations=1))
+    (out / "parser.json").write_text(json.dumps({"backend": "udpipe", "stanza_code": "wo", "metrics": {}}))
+    scores = evaluate_parser(CorpusParser(out), dev, tmp_path / "pred.conllu")
+    assert scores["upos_accuracy"] > 50 and scores["las"] > 10
+    assert len(read_conllu(tmp_path / "pred.conllu")) == 30
+
+
+def test_attachment_scores_exclude_punctuation():
+    gold = [{"tokens": ["a", "b", "."], "upos": ["NOUN", "VERB", "PUNCT"], "head": [2, 0, 2], "deprel": ["nsubj", "root", "punct"]}]
+    wrong_punct = [dict(gold[0], head=[2, 0, 1], deprel=["nsubj:x", "root", "dep"])]
+    scores = attachment_scores(gold, wrong_punct)
+    assert scores["las"] == 100 and scores["uas"] == 100 and scores["scored_words"] == 2
+    wrong_label = [dict(gold[0], deprel=["obj", "root", "punct"])]
+    assert attachment_scores(gold, wrong_label)["las"] == 50
