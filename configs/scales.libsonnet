@@ -28,7 +28,7 @@
     corpus: { max_train_sentences: 20000, max_dev_sentences: 1000 },
     // Measured on Wolof-WTB, 2 cores: ~0.43 s per tagger step, ~0.7 s per parser step.
     parser_budget: {
-      tagger_steps: 500, parser_steps: 750, eval_interval: 100,
+      tagger_steps: 600, parser_steps: 750, eval_interval: 100,
       tagger_hidden_dim: 200, tagger_batch_size: 50, tagger_biaffine_dim: 50, tagger_composite_biaffine_dim: 20,
       parser_hidden_dim: 200, parser_biaffine_dim: 200, parser_batch_size: 1000,
       char_hidden_dim: 100, word_emb_dim: 75,
@@ -50,7 +50,7 @@
       tagger_steps: 50000, parser_steps: 50000, eval_interval: 100,
       tagger_hidden_dim: 200, tagger_batch_size: 250, tagger_biaffine_dim: 400, tagger_composite_biaffine_dim: 100,
       parser_hidden_dim: 400, parser_biaffine_dim: 400, parser_batch_size: 5000,
-      char_hidden_dim: 400, word_emb_dim: 75,
+      char_hidden_dim: 400, word_emb_dim: 75, parser_uses_xpos: true, parser_uses_feats: true,
     },
     max_length: 512,
     // SPEC §G: 32 × 8 = 256 rows per step, 62,500 steps, 10k warmup, validate and checkpoint
