@@ -258,11 +258,13 @@ class PretrainMicrobert(Step):
         }
         checkpoint_path = self.work_dir / CHECKPOINT_NAME
         if checkpoint_path.exists():
-            saved = torch.load(checkpoint_path, map_location=device, weights_only=True)
+            saved = torch.load(checkpoint_path, map_location="cpu", weights_only=True)
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
             scheduler.load_state_dict(saved["scheduler"])
             torch.set_rng_state(saved["rng"])
+            if device.type == "cuda" and saved.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state(saved["cuda_rng"], device)
             state = saved["state"]
             state["resumed_from"].append(state["step"])
             self.logger.info("resuming from step %d (checkpoint %s)", state["step"], checkpoint_path)
@@ -351,6 +353,7 @@ class PretrainMicrobert(Step):
                         "optimizer": optimizer.state_dict(),
                         "scheduler": scheduler.state_dict(),
                         "rng": torch.get_rng_state(),
+                        "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                         "state": state,
                     },
                     checkpoint_path,
