@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
@@ -202,29 +201,28 @@ def train_stanza(
               "--eval_interval", str(budget.eval_interval), "--fix_eval_interval"]
     scratch = directory / "scratch"
     scratch.mkdir(exist_ok=True)
+
+    def model_args(name: str, steps: int, hidden_dim: int, biaffine_dim: int, batch_size: int):
+        # What the tagger and parser CLIs share: data, output, budget and model size.
+        return ["--mode", "train", "--train_file", str(train), "--eval_file", str(dev),
+                "--output_file", str(scratch / f"{name}_dev.conllu"), "--save_name", f"{name}.pt",
+                "--max_steps", str(steps), "--hidden_dim", str(hidden_dim),
+                "--char_hidden_dim", str(budget.char_hidden_dim), "--word_emb_dim", str(budget.word_emb_dim),
+                "--deep_biaff_hidden_dim", str(biaffine_dim), "--batch_size", str(batch_size)]
+
     timings = {}
     start = time.perf_counter()
-    stanza_tagger.main(common + [
-        "--mode", "train", "--train_file", str(train), "--eval_file", str(dev),
-        "--output_file", str(scratch / "tagger_dev.conllu"), "--save_name", "tagger.pt",
-        "--max_steps", str(budget.tagger_steps), "--hidden_dim", str(budget.tagger_hidden_dim),
-        "--char_hidden_dim", str(budget.char_hidden_dim), "--word_emb_dim", str(budget.word_emb_dim),
-        "--deep_biaff_hidden_dim", str(budget.tagger_biaffine_dim),
-        "--composite_deep_biaff_hidden_dim", str(budget.tagger_composite_biaffine_dim),
-        "--batch_size", str(budget.tagger_batch_size),
-    ])
+    stanza_tagger.main(common + model_args("tagger", budget.tagger_steps, budget.tagger_hidden_dim,
+                                           budget.tagger_biaffine_dim, budget.tagger_batch_size)
+                       + ["--composite_deep_biaff_hidden_dim", str(budget.tagger_composite_biaffine_dim)])
     timings["tagger_seconds"] = time.perf_counter() - start
     start = time.perf_counter()
     # --fix_eval_interval is a tagger-only flag; the parser always evaluates every eval_interval.
     parser_common = [a for a in common if a != "--fix_eval_interval"]
-    stanza_parser.main(parser_common + [
-        "--mode", "train", "--train_file", str(train), "--eval_file", str(dev),
-        "--output_file", str(scratch / "parser_dev.conllu"), "--save_name", "parser.pt",
-        "--max_steps", str(budget.parser_steps), "--hidden_dim", str(budget.parser_hidden_dim),
-        "--char_hidden_dim", str(budget.char_hidden_dim), "--word_emb_dim", str(budget.word_emb_dim),
-        "--deep_biaff_hidden_dim", str(budget.parser_biaffine_dim),
-        "--batch_size", str(budget.parser_batch_size),
-    ] + ([] if budget.parser_uses_xpos else ["--no_xpos"]) + ([] if budget.parser_uses_feats else ["--no_ufeats"]))
+    stanza_parser.main(parser_common + model_args("parser", budget.parser_steps, budget.parser_hidden_dim,
+                                                  budget.parser_biaffine_dim, budget.parser_batch_size)
+                       + ([] if budget.parser_uses_xpos else ["--no_xpos"])
+                       + ([] if budget.parser_uses_feats else ["--no_ufeats"]))
     timings["parser_seconds"] = time.perf_counter() - start
     return timings
 
@@ -266,18 +264,6 @@ def evaluate_parser(parser: CorpusParser, gold: Sequence[Sentence], prediction_f
     if prediction_file is not None:
         write_conllu(predicted, prediction_file)
     return attachment_scores(gold, predicted)
-
-
-def budget_dict(budget: ParserBudget) -> dict:
-    return asdict(budget)
-
-
-def set_torch_threads() -> None:
-    """Use every core we have: Stanza otherwise leaves torch at its default, which is fine, but a
-    Tango multicore executor may have lowered it for a sibling step."""
-    import torch
-
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
 
 
 __all__ = [
