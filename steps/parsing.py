@@ -63,8 +63,8 @@ class ParserBudget(FromParams):
     so that training fits a CPU budget. UDPipe ignores all but ``udpipe_iterations``.
     """
 
-    tagger_steps: int = 600
-    parser_steps: int = 750
+    tagger_steps: int = 1100
+    parser_steps: int = 600
     eval_interval: int = 100
     tagger_hidden_dim: int = 200
     tagger_batch_size: int = 50  # sentences per tagger batch
