@@ -2,5 +2,6 @@
 from . import _compat  # noqa: F401  (patches Tango before any step runs)
 from .data_root import DataError, DataPath
 from .data_steps import BuildPretrainingData, LoadCorpus, ParseCorpus, TrainCorpusParser, TrainTokenizer
+from .encoders import RandomInitEncoder
 from .formats import DirectoryFormat
 from .pretrain import PretrainingConfig, PretrainMicrobert

@@ -1,0 +1,70 @@
+"""Word-level features from a subword encoder, for the downstream parser and NER tagger.
+
+This is what AllenNLP's ``pretrained_transformer_mismatched`` embedder does in the reference
+evaluation (SPEC §H): run the encoder over [CLS] subwords [SEP], mix **all** hidden layers
+(embeddings included) with a learned scalar mix, and average each word's subword vectors.
+
+The encoder is any `transformers` model that returns hidden states (stock ``bert`` exports, µBERT
+with SLA, or an HF model path). An SLA encoder additionally gets the sentence's subword tree
+(``heads``) so that its local branch has a parse to work with; see `steps.encoders`.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class ScalarMix(nn.Module):
+    """softmax(w)-weighted sum of layers, times a learned scale γ (Peters et al., 2018)."""
+
+    def __init__(self, num_layers: int):
+        super().__init__()
+        self.weights = nn.Parameter(torch.zeros(num_layers))
+        self.gamma = nn.Parameter(torch.ones(()))
+
+    def forward(self, layers) -> torch.Tensor:
+        stacked = torch.stack(tuple(layers), dim=0)  # (L, B, T, H)
+        weights = torch.softmax(self.weights, dim=0).to(stacked.dtype)
+        return self.gamma * torch.einsum("l,lbth->bth", weights, stacked)
+
+
+def mean_pool_words(hidden: torch.Tensor, word_spans: torch.Tensor, word_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, H) subword vectors → (B, W, H) word vectors.
+
+    ``word_spans`` (B, W, 2) are inclusive subword positions of each word; ``word_mask`` (B, W)
+    marks real words. One batched matmul with a (B, W, T) averaging matrix, no Python loops.
+    """
+    positions = torch.arange(hidden.shape[1], device=hidden.device)
+    inside = (positions >= word_spans[..., :1]) & (positions <= word_spans[..., 1:]) & word_mask[..., None]
+    weights = inside.to(hidden.dtype)
+    weights = weights / weights.sum(-1, keepdim=True).clamp(min=1.0)
+    return weights @ hidden
+
+
+class WordEncoder(nn.Module):
+    """Subword encoder + scalar mix + mean pooling → one vector per word."""
+
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        self.scalar_mix = ScalarMix(encoder.config.num_hidden_layers + 1)
+
+    @property
+    def output_dim(self) -> int:
+        return self.encoder.config.hidden_size
+
+    @property
+    def uses_parse(self) -> bool:
+        return getattr(self.encoder.config, "syntax_attention", None) == "sla"
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        word_spans: torch.Tensor,
+        word_mask: torch.Tensor,
+        heads: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        extra = {"heads": heads} if heads is not None and self.uses_parse else {}
+        output = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, **extra)
+        return mean_pool_words(self.scalar_mix(output.hidden_states), word_spans, word_mask)

@@ -1,0 +1,184 @@
+"""Encoders for fine-tuning: what a downstream step (parser, NER, PrOnto) fine-tunes.
+
+An *encoder source* is one of
+
+* a ``pretrain_microbert`` or ``random_init_encoder`` result directory (it holds ``encoder/``),
+* a directory with ``config.json`` + tokenizer files (``save_pretrained`` output),
+* an HF model name or path such as ``bert-base-multilingual-cased`` (for the mBERT rows, where
+  its weights exist locally; nothing is downloaded in tests or CI).
+
+`load_encoder` returns the model and its tokenizer. SLA encoders need a parse at fine-tuning
+time; the caller chooses explicitly (SPEC §F, "Inference and fine-tuning"):
+``sla_parse="parse"`` — pass each sentence's tree from the corpus parser (what the reference does),
+or ``"global"`` — run plain global attention. There is no silent fallback.
+
+`encode_words_batch` turns word lists into subword features with word spans (and subword trees
+for SLA), and `collate_word_features` pads them into tensors for `models.word_encoder.WordEncoder`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+from tango import Step
+
+from .formats import DirectoryFormat
+from .inputs import expand_tree
+from .vocab import encode_words, load_tokenizer
+
+logger = logging.getLogger(__name__)
+
+SLA_PARSE_MODES = ("parse", "global")
+NO_HEAD = -1  # same padding value as the pretraining collator
+
+
+def resolve_encoder_dir(source: Union[str, Path]) -> str:
+    """The directory (or HF name) that ``from_pretrained`` should load for an encoder source."""
+    path = Path(source)
+    if (path / "encoder" / "config.json").exists():
+        return str(path / "encoder")
+    if (path / "config.json").exists():
+        return str(path)
+    if path.exists():
+        raise FileNotFoundError(f"{path}: neither an encoder directory (config.json) nor a step result with encoder/")
+    return str(source)  # an HF model name; from_pretrained resolves it (offline: from the local HF cache)
+
+
+def encoder_uses_sla(config) -> bool:
+    return getattr(config, "syntax_attention", None) == "sla"
+
+
+def load_encoder(source: Union[str, Path], sla_parse: str = "parse"):
+    """(encoder model, tokenizer) for an encoder source. See the module docstring for ``sla_parse``."""
+    import models  # noqa: F401  (registers model_type "microbert" with the Auto classes)
+    from transformers import AutoConfig, AutoModel
+
+    if sla_parse not in SLA_PARSE_MODES:
+        raise ValueError(f"sla_parse must be one of {SLA_PARSE_MODES}, got {sla_parse!r}")
+    directory = resolve_encoder_dir(source)
+    config = AutoConfig.from_pretrained(directory)
+    if encoder_uses_sla(config):
+        # "parse": the caller passes trees and the model raises if one is missing.
+        config.sla_without_parse = "global" if sla_parse == "global" else "error"
+    model = AutoModel.from_pretrained(directory, config=config)
+    return model, load_tokenizer(Path(directory)) if Path(directory).exists() else _hub_tokenizer(directory)
+
+
+def _hub_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name)
+
+
+def _special_ids(tokenizer) -> Tuple[int, int]:
+    first = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    last = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    if first is None or last is None:
+        raise ValueError(f"tokenizer {tokenizer.name_or_path!r} has no [CLS]/[SEP] (or BOS/EOS) tokens")
+    return first, last
+
+
+def encode_words_batch(
+    tokenizer,
+    sentences: Sequence[Sequence[str]],
+    max_length: int,
+    heads: Optional[Sequence[Sequence[int]]] = None,
+    name: str = "sentences",
+) -> List[Dict[str, Any]]:
+    """Subword features for each sentence: ``input_ids`` ([CLS] … [SEP]), ``word_spans``
+    (inclusive subword positions per word) and, given word-level ``heads``, the subword tree
+    ``subword_heads`` (positions 1..n; SPEC §A.7) that SLA encoders need.
+
+    Every word keeps a span, because downstream labels are per word. A sentence whose subwords do
+    not fit ``max_length`` keeps only each word's first piece (counted in the log); one that still
+    does not fit is an error naming it.
+    """
+    first_id, last_id = _special_ids(tokenizer)
+    features, shortened = [], 0
+    for number, words in enumerate(sentences):
+        pieces = encode_words(tokenizer, words)
+        if sum(map(len, pieces)) + 2 > max_length:
+            pieces = [p[:1] for p in pieces]
+            shortened += 1
+            if len(pieces) + 2 > max_length:
+                raise ValueError(
+                    f"{name}: sentence {number + 1} has {len(words)} words, more than max_length {max_length} - 2"
+                )
+        spans, ids = [], [first_id]
+        for word_pieces in pieces:
+            spans.append((len(ids), len(ids) + len(word_pieces) - 1))
+            ids.extend(word_pieces)
+        ids.append(last_id)
+        feature: Dict[str, Any] = {"input_ids": ids, "word_spans": spans}
+        if heads is not None:
+            feature["subword_heads"], _ = expand_tree(spans, heads[number], ["_"] * len(spans))
+        features.append(feature)
+    if shortened:
+        logger.info("%s: %d of %d sentences too long for %d subwords kept only first pieces", name, shortened, len(sentences), max_length)
+    return features
+
+
+def collate_word_features(features: Sequence[Dict[str, Any]], pad_id: int = 0) -> Dict[str, torch.Tensor]:
+    """Pad a batch of `encode_words_batch` features: input_ids/attention_mask (B, T),
+    word_spans (B, W, 2), word_mask (B, W), and heads (B, T) when trees are present
+    ([CLS], [SEP] and padding get NO_HEAD, as in pretraining)."""
+    batch_size = len(features)
+    length = max(len(f["input_ids"]) for f in features)
+    words = max(len(f["word_spans"]) for f in features)
+    input_ids = torch.full((batch_size, length), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros(batch_size, length, dtype=torch.long)
+    word_spans = torch.zeros(batch_size, words, 2, dtype=torch.long)
+    word_mask = torch.zeros(batch_size, words, dtype=torch.bool)
+    has_trees = all("subword_heads" in f for f in features)
+    heads = torch.full((batch_size, length), NO_HEAD, dtype=torch.long) if has_trees else None
+    for b, feature in enumerate(features):
+        ids = feature["input_ids"]
+        input_ids[b, : len(ids)] = torch.tensor(ids)
+        attention_mask[b, : len(ids)] = 1
+        spans = feature["word_spans"]
+        word_spans[b, : len(spans)] = torch.tensor(spans)
+        word_mask[b, : len(spans)] = True
+        if heads is not None:
+            heads[b, 1 : len(ids) - 1] = torch.tensor(feature["subword_heads"])
+    batch = {"input_ids": input_ids, "attention_mask": attention_mask, "word_spans": word_spans, "word_mask": word_mask}
+    if heads is not None:
+        batch["heads"] = heads
+    return batch
+
+
+@Step.register("random_init_encoder")
+class RandomInitEncoder(Step):
+    """A randomly initialised µBERT with the same vocabulary and architecture as a pretrained
+    condition: the control that shows what pretraining buys (issue 4). Same result layout as
+    ``pretrain_microbert`` (``encoder/`` with tokenizer, ``metrics.json``)."""
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DirectoryFormat()
+
+    def run(  # type: ignore[override]
+        self, tokenizer: Path, condition: str = "M", model: Optional[Dict[str, Any]] = None, seed: int = 42
+    ) -> Path:
+        from models import MicroBertForPretraining, parse_condition
+
+        loaded_tokenizer = load_tokenizer(Path(tokenizer))
+        fields = dict(model or {}, vocab_size=len(loaded_tokenizer))
+        if "X" in parse_condition(condition)["pretraining_objectives"]:
+            fields["num_xpos_labels"] = 1  # the XPOS head is not exported; any size will do
+        torch.manual_seed(seed)
+        pretraining_model = MicroBertForPretraining.from_condition(condition, **fields)
+        result = self.work_dir / "result"
+        pretraining_model.export_encoder(result / "encoder")
+        loaded_tokenizer.save_pretrained(str(result / "encoder"))
+        (result / "metrics.json").write_text(json.dumps({"random_init": True, "condition": condition, "seed": seed}, indent=2))
+        return result
+
+
+__all__ = [
+    "NO_HEAD", "RandomInitEncoder", "SLA_PARSE_MODES", "collate_word_features", "encode_words_batch",
+    "encoder_uses_sla", "load_encoder", "resolve_encoder_dir",
+]
