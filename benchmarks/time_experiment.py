@@ -1,0 +1,87 @@
+"""Wall time of one `tango run`, with which steps ran and which came from the cache.
+
+    # the README main command, cold (fresh workspace):
+    python benchmarks/time_experiment.py experiments/wolof_mxpt_sla.jsonnet --workspace /tmp/ws \\
+        --fresh --json docs/benchmarks/main_command_cold.json
+    # a second condition afterwards in the same workspace (reuses parse and vocabulary):
+    python benchmarks/time_experiment.py experiments/wolof_m.jsonnet --workspace /tmp/ws \\
+        --json docs/benchmarks/second_condition.json
+
+The record (JSON) holds the command, wall seconds, per-step "ran" / "cached" and, for steps that
+ran, the seconds between Tango's "Starting step" and "Finished step" log lines; `python -m
+steps.report` puts it into docs/RESULTS.md. The log is kept beside the JSON (``.log``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+STARTING = re.compile(r"Starting step \"(?P<step>[^\"]+)\"")
+FINISHED = re.compile(r"Finished (?:run for )?step \"(?P<step>[^\"]+)\"")
+CACHED = re.compile(r"Found output for step \"(?P<step>[^\"]+)\" in cache")
+
+
+def parse_log(timed_lines):
+    """(seconds since start, line) pairs → {step: {"status": "ran"|"cached", "seconds": …}}."""
+    started, steps = {}, {}
+    for when, line in timed_lines:
+        if match := STARTING.search(line):
+            started[match["step"]] = when
+            steps[match["step"]] = {"status": "ran"}
+        elif match := FINISHED.search(line):
+            if match["step"] in started:
+                steps[match["step"]]["seconds"] = round(when - started[match["step"]], 1)
+        elif match := CACHED.search(line):
+            steps.setdefault(match["step"], {"status": "cached"})
+    return steps
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiment", type=Path)
+    parser.add_argument("--workspace", type=Path, required=True, help="Tango workspace directory to run in")
+    parser.add_argument("--fresh", action="store_true", help="delete the workspace first (a cold run)")
+    parser.add_argument("--json", type=Path, required=True)
+    args = parser.parse_args()
+    if args.fresh and args.workspace.exists():
+        shutil.rmtree(args.workspace)
+    command = ["tango", "--settings", str(REPO / "tango.yml"), "run", str(args.experiment), "-w", f"local://{args.workspace.resolve()}"]
+    log_path = args.json.with_suffix(".log")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    timed_lines = []  # step times come from when Tango's log lines arrive, whatever their format
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+        for line in process.stdout:
+            timed_lines.append((time.perf_counter() - start, line))
+            sys.stdout.write(line)
+            log.write(f"[{timed_lines[-1][0]:8.1f}s] {line}")
+        returncode = process.wait()
+    wall = time.perf_counter() - start
+    record = {
+        "command": " ".join(["tango", "run", str(args.experiment)]),
+        "workspace": "fresh" if args.fresh else "existing",
+        "returncode": returncode,
+        "wall_seconds": round(wall, 1),
+        "wall_minutes": round(wall / 60, 2),
+        "steps": parse_log(timed_lines),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "date": datetime.date.today().isoformat(),
+    }
+    args.json.write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in record.items() if k != "steps"}, indent=2))
+    return returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

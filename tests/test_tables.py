@@ -1,0 +1,102 @@
+"""Score and aggregate cells, then rebuild the tables from a partly filled cache.
+
+A stand-in fine-tuning step (registered here) writes a metrics.json with a chosen LAS, so the
+test exercises the real score_cell / aggregate_cell steps, the real Tango cache lookups of
+`steps.tables`, and the paper values, in seconds.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from tango import Step
+from tango.common import Params
+from tango.step_graph import StepGraph
+from tango.workspaces import LocalWorkspace
+
+import steps  # noqa: F401
+from steps import tables
+from steps.formats import DirectoryFormat
+
+
+@Step.register("fake_finetune_for_tables_test")
+class FakeFinetune(Step):
+    DETERMINISTIC = True
+    CACHEABLE = True
+    FORMAT = DirectoryFormat()
+
+    def run(self, las: float, seed: int) -> Path:  # type: ignore[override]
+        out = self.work_dir / "out"
+        out.mkdir()
+        (out / "metrics.json").write_text(json.dumps({
+            "task": "ud_parsing", "primary_metric": "las", "seed": seed,
+            "dev": {"las": las + 1}, "test": {"las": las},
+        }))
+        return out
+
+
+def _experiment(path: Path, row: str, column: str, seeds_and_las) -> Path:
+    steps_config = {}
+    for seed, las in seeds_and_las:
+        steps_config[f"ft_s{seed}"] = {"type": "fake_finetune_for_tables_test", "las": las, "seed": seed}
+        steps_config[f"score_s{seed}"] = {
+            "type": "score_cell", "finetuned": {"type": "ref", "ref": f"ft_s{seed}"},
+            "table": "table2", "row": row, "column": column, "scale": "cpu", "seed": seed,
+        }
+    steps_config["cell"] = {"type": "aggregate_cell", "scores": [{"type": "ref", "ref": f"score_s{s}"} for s, _ in seeds_and_las]}
+    path.write_text(json.dumps({"steps": steps_config}))
+    return path
+
+
+def _run(path: Path, workspace: LocalWorkspace):
+    graph = StepGraph.from_params(Params.from_file(path).pop("steps"))
+    return graph["cell"].result(workspace)
+
+
+def test_tables_from_partly_filled_cache(tmp_path):
+    workspace = LocalWorkspace(tmp_path / "ws")
+    computed = _experiment(tmp_path / "wolof_m.json", "M", "wolof", [(1, 70.0), (2, 72.0)])
+    pending = _experiment(tmp_path / "wolof_mx.json", "MX", "wolof", [(1, 75.0)])
+    random_init = _experiment(tmp_path / "wolof_rand.json", "random-init", "wolof", [(1, 60.0)])
+    aggregate = _run(computed, workspace)
+    assert aggregate["n"] == 2 and aggregate["seeds"] == [1, 2]
+    assert aggregate["test"]["mean"] == pytest.approx(71.0)
+    assert aggregate["test"]["sd"] == pytest.approx(2 ** 0.5)
+    assert aggregate["dev"]["mean"] == pytest.approx(72.0)
+    _run(random_init, workspace)
+
+    cells, problems = tables.collect_cells([computed, pending, random_init], workspace.dir)
+    assert not problems
+    by_row = {c.row: c for c in cells}
+    assert by_row["M"].result is not None and by_row["MX"].result is None  # MX was never run
+
+    out = tmp_path / "tables"
+    written = tables.write_tables(cells, out)
+    markdown = (out / "cpu" / "table2.md").read_text()
+    m_line = next(line for line in markdown.splitlines() if line.startswith("| µB-M |"))
+    # ours beside the paper's 77.71 for Wolof; Coptic not computed → "—" beside 88.47
+    assert "| 71.00 ± 1.41 | 77.71 |" in m_line and "| — | 88.47 |" in m_line
+    mx_line = next(line for line in markdown.splitlines() if line.startswith("| µB-MX |"))
+    assert "| — | 77.74 |" in mx_line
+    assert any(line.startswith("| random-init | 60.00 | — |") for line in markdown.splitlines())
+
+    rows = list(csv.DictReader((out / "cpu" / "table2.csv").open()))
+    m_wolof = next(r for r in rows if r["row"] == "M" and r["column"] == "wolof")
+    assert float(m_wolof["ours_mean"]) == pytest.approx(aggregate["test"]["mean"])
+    assert m_wolof["seeds"] == "1 2" and m_wolof["paper"] == "77.71"
+    assert "\\begin{tabular}" in (out / "cpu" / "table2.tex").read_text()
+    assert (out / "cpu" / "table2_delta.png") in written["cpu"]  # random-init − M is plottable
+    assert (out / "cpu" / "table3.md").exists()  # empty tables are still written, all "—"
+
+
+def test_aggregate_refuses_mixed_cells():
+    from steps.scoring import AggregateCell
+
+    one = {"table": "table2", "row": "M", "column": "wolof", "scale": "cpu", "task": "ud_parsing", "metric": "las",
+           "seed": 1, "test": 70.0, "dev": 71.0}
+    with pytest.raises(ValueError, match="different cells"):
+        AggregateCell().run([one, dict(one, row="MX", seed=2)])
+    with pytest.raises(ValueError, match="repeated seeds"):
+        AggregateCell().run([one, dict(one)])
