@@ -5,11 +5,12 @@
 // scale shares the same cached corpus, parser, parse and vocabulary.
 local scales = import "scales.libsonnet";
 
+// `wikiann`: the WikiAnn file code where the language has NER data (paper Table 3).
 local languages = {
-  wolof: { treebank: "wo_wtb" },
+  wolof: { treebank: "wo_wtb", wikiann: "wo" },
   coptic: { treebank: "cop_scriptorium" },
-  maltese: { treebank: "mt_mudt" },
-  uyghur: { treebank: "ug_udt" },
+  maltese: { treebank: "mt_mudt", wikiann: "mt" },
+  uyghur: { treebank: "ug_udt", wikiann: "ug" },
   ancient_greek: { treebank: "grc_proiel" },
   english: { treebank: "en_ewt" },
 };
@@ -21,6 +22,19 @@ local ud(language, split) =
   data(language + "/ud/" + languages[language].treebank + "-ud-" + split + ".conllu");
 
 local ref(name) = { type: "ref", ref: name };
+
+local wikiann(language, split) =
+  data(language + "/wikiann/wikiann-" + languages[language].wikiann + "_" + split + ".bio");
+
+// PrOnto (paper Tables 4, 7-9): task → table cell id. Its data is not in the shared copy except a
+// Spanish sample; an experiment passes `pronto_data` (a folder holding <task>_{train,dev,test}.tsv).
+local pronto_tables = {
+  nonpronominal_mention: "table4:nonpronominal_mention",
+  same_sense: "table4:same_sense",
+  proper_noun_subject: "table7",
+  sentence_mood: "table8",
+  same_arg_count: "table9",
+};
 
 {
   scales: scales,
@@ -66,6 +80,61 @@ local ref(name) = { type: "ref", ref: name };
       },
     },
 
+  // Fine-tuning and scoring of one encoder: for each task the language has data for, one
+  // fine-tuning step and one score_cell per seed, and one aggregate_cell (mean ± sd) per table
+  // cell — the node `python -m steps.tables` reads. `encoder` is a ref to a pretrain_microbert /
+  // random_init_encoder step or an HF model name; `row` names the table row. An SLA encoder is
+  // given the corpus parser's parse of every sentence (sla_parse "parse", as the reference does).
+  evaluation_steps(language, scale, encoder, row, seeds, uses_sla=false, pronto_data=null, pronto_missing_train=[])::
+    local s = scales[scale];
+    local sla = if uses_sla then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" };
+    local cell(task, table, column, finetune) =
+      {
+        [task + "_s" + seed]: finetune { config+: { seed: seed } }
+        for seed in seeds
+      } + {
+        [task + "_score_s" + seed]: {
+          type: "score_cell",
+          finetuned: ref(task + "_s" + seed),
+          table: table,
+          row: row,
+          column: column,
+          scale: scale,
+          seed: seed,
+        }
+        for seed in seeds
+      } + {
+        [task + "_cell"]: {
+          type: "aggregate_cell",
+          scores: [ref(task + "_score_s" + seed) for seed in seeds],
+        },
+      };
+    cell("ud_parser", "table2", language, {
+      type: "finetune_ud_parser",
+      encoder: encoder,
+      train: ud(language, "train"),
+      dev: ud(language, "dev"),
+      test: ud(language, "test"),
+      config: s.finetune.ud,
+    } + sla)
+    + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", language, {
+      type: "finetune_ner",
+      encoder: encoder,
+      train: wikiann(language, "train"),
+      dev: wikiann(language, "dev"),
+      test: wikiann(language, "test"),
+      config: s.finetune.ner,
+    } + sla) else {})
+    + (if pronto_data == null then {} else std.foldl(function(steps, task) steps + cell("pronto_" + task, pronto_tables[task], language, {
+      type: "finetune_pronto",
+      encoder: encoder,
+      task: task,
+      [if std.member(pronto_missing_train, task) then null else "train"]: data(pronto_data + "/" + task + "_train.tsv"),
+      dev: data(pronto_data + "/" + task + "_dev.tsv"),
+      test: data(pronto_data + "/" + task + "_test.tsv"),
+      config: s.finetune.pronto + (if task == "sentence_mood" then s.finetune.pronto_sentence_mood else {}),
+    }), std.objectFields(pronto_tables), {})),
+
   // The paper's Table 2 conditions (SPEC §C): M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree
   // losses, -SLA = syntax-aware local attention.
   conditions: ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"],
@@ -78,7 +147,9 @@ local ref(name) = { type: "ref", ref: name };
   // One table cell: the shared data steps plus a µBERT pretrained under `condition`. Only the
   // `pretrained_model` step depends on condition and seed, so all conditions of a language at a
   // scale reuse one cached parse and vocabulary.
-  experiment(language, condition, scale, seed=42, parser_backend="stanza")::
+  //
+  // `seed` seeds pretraining; `seeds` are the fine-tuning seeds of each cell (mean ± sd over them).
+  experiment(language, condition, scale, seed=42, parser_backend="stanza", seeds=[seed], pronto_data=null, pronto_missing_train=[])::
     assert std.member($.conditions, condition) : "unknown condition " + condition + "; known: " + std.join(", ", $.conditions);
     local s = scales[scale];
     {
@@ -91,6 +162,32 @@ local ref(name) = { type: "ref", ref: name };
           model: s.pretrain.model,
           training: s.pretrain.training + { seed: seed },
         },
-      },
+      } + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
+                             uses_sla=std.endsWith(condition, "-SLA"), pronto_data=pronto_data,
+                             pronto_missing_train=pronto_missing_train),
     },
+
+  // The control: a randomly initialised µBERT with the same vocabulary (and architecture as
+  // `condition`, default plain M), fine-tuned exactly like the pretrained ones. Only the corpus
+  // and tokenizer steps are needed, and they are shared with the pretrained experiments.
+  random_init_experiment(language, scale, seed=42, seeds=[seed], condition="M", pronto_data=null, pronto_missing_train=[])::
+    local data = $.data_steps(language, scale);
+    {
+      steps: { corpus: data.corpus, tokenizer: data.tokenizer } + {
+        random_encoder: {
+          type: "random_init_encoder",
+          tokenizer: ref("tokenizer"),
+          condition: condition,
+          model: scales[scale].pretrain.model,
+          seed: seed,
+        },
+      } + $.evaluation_steps(language, scale, ref("random_encoder"), "random-init" + (if condition == "M" then "" else " " + condition),
+                             seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train),
+    },
+
+  // Any HF model (name or local path) as the encoder, e.g. the mBERT rows where its weights exist
+  // locally. No corpus steps: nothing here is trained on the unlabeled corpus.
+  hf_experiment(language, model, row, scale, seeds=[42], pronto_data=null, pronto_missing_train=[]):: {
+    steps: $.evaluation_steps(language, scale, model, row, seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train),
+  },
 }
