@@ -23,9 +23,13 @@
         validate_every: 10, max_validation_rows: 64, checkpoint_every: 10,
       },
     },
+    // Fine-tuning configs (steps/finetune_parser.py, finetune_ner.py, pronto.py); filled in below.
+    finetune: { ud: {}, ner: {}, pronto: {}, pronto_sentence_mood: {} },
   },
   cpu: {
-    corpus: { max_train_sentences: 20000, max_dev_sentences: 1000 },
+    // The corpus parse runs at ~33 sentences/s on 2 cores (docs/RESULTS.md), so 10.5k sentences
+    // take ~5 min of the 45-minute budget for one whole Wolof cell (README main command).
+    corpus: { max_train_sentences: 10000, max_dev_sentences: 500 },
     // Measured on Wolof-WTB, 2 idle cores: ~0.42 s per tagger step, ~0.67 s per parser step, so
     // 1100+600 is ~14.5 min. The tagger gets the larger share: predicted UPOS is what limits LAS
     // (600+750: UPOS 88.3, LAS 62.1; 1100+600: UPOS 91.3, LAS 64.4 — see docs/RESULTS.md).
@@ -43,9 +47,11 @@
       model: {},
       training: {
         max_steps: 3000, batch_size: 32, grad_accumulation: 1, warmup: 0.1,
-        validate_every: 500, max_validation_rows: 1000, checkpoint_every: 250,
+        validate_every: 500, max_validation_rows: 500, checkpoint_every: 250,
       },
     },
+    // Fine-tuning configs (steps/finetune_parser.py, finetune_ner.py, pronto.py); filled in below.
+    finetune: { ud: {}, ner: {}, pronto: {}, pronto_sentence_mood: {} },
   },
   paper: {
     corpus: { max_train_sentences: null, max_dev_sentences: null },
@@ -66,5 +72,7 @@
         validate_every: 10000, max_validation_rows: null, checkpoint_every: 10000,
       },
     },
+    // Fine-tuning configs (steps/finetune_parser.py, finetune_ner.py, pronto.py); filled in below.
+    finetune: { ud: {}, ner: {}, pronto: {}, pronto_sentence_mood: {} },
   },
 }
