@@ -1,0 +1,170 @@
+"""Biaffine dependency parser over a fine-tuned subword encoder (the paper's Table 2 task).
+
+This follows AllenNLP's ``biaffine_parser`` as configured by the reference evaluation (SPEC §H):
+
+    words ──WordEncoder (encoder, ScalarMix over all layers, subword mean pooling; no POS input)
+          ──input dropout──BiLSTM──[ROOT sentinel prepended as word 0]
+          ──arc MLPs (head / dependent) ──biaffine arc scores   s[b, i, j] = score of j heading i
+          ──label MLPs (head / dependent) ──bilinear label scores for the pair (i, head(i))
+
+Training minimises the cross-entropy of the gold head of every word plus that of its gold label
+(given the gold head). Decoding finds the maximum spanning tree with exactly one dependent of ROOT
+(Stanza's Chu-Liu/Edmonds), then labels each chosen arc.
+
+Deviations from AllenNLP, kept small on purpose: plain (not variational) dropout, no highway
+connections in the LSTM, and labels chosen after the tree rather than jointly with it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .word_encoder import WordEncoder
+
+
+@dataclass
+class ParserOutput:
+    """``arc_scores`` (B, W+1, W+1): row i = dependent i, column j = candidate head j (0 = ROOT;
+    row 0 and padded columns are −inf). ``dep_labels``/``head_labels`` are the label MLP outputs
+    (B, W+1, label_dim) that `label_logits` combines for any choice of heads."""
+
+    arc_scores: torch.Tensor
+    dep_labels: torch.Tensor
+    head_labels: torch.Tensor
+    mask: torch.Tensor  # (B, W+1) real positions, ROOT included
+    loss: Optional[torch.Tensor] = None
+    arc_loss: Optional[torch.Tensor] = None
+    label_loss: Optional[torch.Tensor] = None
+
+
+def _mlp(in_dim: int, out_dim: int, dropout: float) -> nn.Sequential:
+    # AllenNLP's parser uses one ELU feed-forward layer per role.
+    return nn.Sequential(nn.Linear(in_dim, out_dim), nn.ELU(), nn.Dropout(dropout))
+
+
+class BiaffineDependencyParser(nn.Module):
+    def __init__(
+        self,
+        encoder: nn.Module,
+        num_labels: int,
+        lstm_hidden: int = 400,
+        lstm_layers: int = 3,
+        arc_dim: int = 100,
+        label_dim: int = 100,
+        dropout: float = 0.3,
+        input_dropout: float = 0.3,
+    ):
+        super().__init__()
+        self.word_encoder = WordEncoder(encoder)
+        self.input_dropout = nn.Dropout(input_dropout)
+        self.lstm = nn.LSTM(
+            self.word_encoder.output_dim, lstm_hidden, num_layers=lstm_layers, batch_first=True,
+            bidirectional=True, dropout=dropout if lstm_layers > 1 else 0.0,
+        )
+        encoded_dim = 2 * lstm_hidden
+        self.encoded_dropout = nn.Dropout(dropout)
+        # ROOT is a learned vector in the LSTM's output space, as AllenNLP's head sentinel: the
+        # LSTM never reads it, so sentence encodings do not depend on it.
+        self.root = nn.Parameter(torch.randn(encoded_dim) * 0.02)
+        self.arc_dep_mlp = _mlp(encoded_dim, arc_dim, dropout)
+        self.arc_head_mlp = _mlp(encoded_dim, arc_dim, dropout)
+        self.label_dep_mlp = _mlp(encoded_dim, label_dim, dropout)
+        self.label_head_mlp = _mlp(encoded_dim, label_dim, dropout)
+        # Biaffine arc scorer: dep·W·head + head·u (u scores how likely a word is to be a head at all;
+        # a dependent-only term would be constant over candidate heads and cancel in the softmax).
+        self.arc_weight = nn.Parameter(torch.empty(arc_dim, arc_dim))
+        self.arc_head_bias = nn.Parameter(torch.zeros(arc_dim))
+        nn.init.xavier_uniform_(self.arc_weight)
+        # Bilinear label scorer (as torch's nn.Bilinear: dep·U_l·head + V·[dep; head] + b).
+        self.label_bilinear = nn.Bilinear(label_dim, label_dim, num_labels)
+        self.label_linear = nn.Linear(2 * label_dim, num_labels, bias=False)
+        self.num_labels = num_labels
+
+    # ------------------------------------------------------------------------------------------
+
+    def encode(self, input_ids, attention_mask, word_spans, word_mask, heads=None) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(B, W+1, 2·hidden) contextual word vectors with ROOT at 0, and the (B, W+1) mask."""
+        words = self.input_dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads))
+        lengths = word_mask.sum(-1)
+        # Packing keeps the backward direction from reading padding into real words.
+        packed = pack_padded_sequence(words, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        encoded, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=words.shape[1])
+        root = self.root.expand(encoded.shape[0], 1, -1)
+        encoded = self.encoded_dropout(torch.cat([root, encoded], dim=1))
+        mask = torch.cat([torch.ones_like(word_mask[:, :1]), word_mask], dim=1)
+        return encoded, mask
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        word_spans: torch.Tensor,
+        word_mask: torch.Tensor,
+        heads: Optional[torch.Tensor] = None,
+        gold_heads: Optional[torch.Tensor] = None,
+        gold_labels: Optional[torch.Tensor] = None,
+    ) -> ParserOutput:
+        """``heads``: the encoder's subword tree (SLA encoders only). ``gold_heads``/``gold_labels``
+        (B, W): word-level targets (heads 0..n, 0 = ROOT; padding ignored through ``word_mask``);
+        given both, the output carries the loss."""
+        encoded, mask = self.encode(input_ids, attention_mask, word_spans, word_mask, heads)
+        dep, head = self.arc_dep_mlp(encoded), self.arc_head_mlp(encoded)
+        scores = dep @ self.arc_weight @ head.transpose(1, 2) + (head @ self.arc_head_bias)[:, None, :]
+        # No padded column and no self-loop can be a head; ROOT's own row is never scored.
+        blocked = ~mask[:, None, :] | torch.eye(mask.shape[1], dtype=torch.bool, device=mask.device)
+        scores = scores.masked_fill(blocked, float("-inf"))
+        output = ParserOutput(scores, self.label_dep_mlp(encoded), self.label_head_mlp(encoded), mask)
+        if gold_heads is not None and gold_labels is not None:
+            self._add_loss(output, word_mask, gold_heads, gold_labels)
+        return output
+
+    def label_logits(self, output: ParserOutput, heads: torch.Tensor) -> torch.Tensor:
+        """(B, W, num_labels) label scores of each word i given its head ``heads[:, i]`` (B, W)."""
+        dep = output.dep_labels[:, 1:]
+        index = heads.clamp(min=0)[..., None].expand(-1, -1, output.head_labels.shape[-1])
+        head = output.head_labels.gather(1, index)
+        return self.label_bilinear(dep, head) + self.label_linear(torch.cat([dep, head], dim=-1))
+
+    def _add_loss(self, output: ParserOutput, word_mask, gold_heads, gold_labels) -> None:
+        arc_log_probs = torch.log_softmax(output.arc_scores[:, 1:], dim=-1)  # (B, W, W+1)
+        gold_arc = arc_log_probs.gather(-1, gold_heads.clamp(min=0)[..., None]).squeeze(-1)
+        label_log_probs = torch.log_softmax(self.label_logits(output, gold_heads), dim=-1)
+        gold_label = label_log_probs.gather(-1, gold_labels.clamp(min=0)[..., None]).squeeze(-1)
+        words = word_mask.sum().clamp(min=1)
+        output.arc_loss = -(gold_arc * word_mask).sum() / words
+        output.label_loss = -(gold_label * word_mask).sum() / words
+        output.loss = output.arc_loss + output.label_loss
+
+    # ------------------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def decode(self, output: ParserOutput) -> Tuple[List[List[int]], List[List[int]]]:
+        """Per sentence: MST heads (1-based, 0 = ROOT, exactly one root) and label ids."""
+        arc_log_probs = torch.log_softmax(output.arc_scores, dim=-1).cpu().numpy()
+        lengths = output.mask.sum(-1).tolist()  # ROOT included
+        trees = [mst_heads(arc_log_probs[b, :n, :n]) for b, n in enumerate(lengths)]
+        heads = torch.zeros(output.mask.shape[0], output.mask.shape[1] - 1, dtype=torch.long)
+        for b, tree in enumerate(trees):
+            heads[b, : len(tree)] = torch.as_tensor(tree)
+        labels = self.label_logits(output, heads.to(output.arc_scores.device)).argmax(-1).cpu()
+        return [list(tree) for tree in trees], [labels[b, : len(tree)].tolist() for b, tree in enumerate(trees)]
+
+
+def mst_heads(log_probs: np.ndarray) -> List[int]:
+    """Heads of words 1..n from an (n+1, n+1) matrix of log-probabilities (row = dependent,
+    column = head; row 0 is ROOT). Stanza's Chu-Liu/Edmonds with the single-root reweighting,
+    which assumes scores ≤ 0 (log-probabilities): it lowers every root arc by n·min."""
+    scores = np.array(log_probs, dtype=np.float64)
+    # −inf entries (self-loops, ROOT's row) would break the reweighting's finite minimum only if
+    # a row were all −inf; a 1-word sentence still has its ROOT column, so this cannot happen.
+    from stanza.models.common.chuliu_edmonds import chuliu_edmonds_one_root
+
+    return [int(h) for h in chuliu_edmonds_one_root(scores)[1:]]
+
+
+__all__ = ["BiaffineDependencyParser", "ParserOutput", "mst_heads"]

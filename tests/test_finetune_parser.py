@@ -1,0 +1,194 @@
+"""UD parsing fine-tune (SPEC §H): MST trees, learning on a real Wolof slice, punctuation-free
+scores, gold tokens in the output, the official scorer, and the explicit SLA parse modes."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from tango.workspaces import LocalWorkspace
+
+from models.biaffine_parser import BiaffineDependencyParser, mst_heads
+from steps.data_root import DataPath
+from steps.encoders import RandomInitEncoder
+from steps.finetune_parser import FinetuneUdParser, ParserTrainingConfig, bucketed_batches
+from steps.parsing import PUNCTUATION_UPOS
+from steps.readers import check_tree, read_conllu, write_conllu
+
+TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+              "max_position_embeddings": 128}
+# A few dozen optimizer steps: 60 sentences in batches of 12 = 5 per epoch.
+QUICK = dict(epochs=8, batch_size=12, lr=3e-3, betas=(0.9, 0.9), encoder_lr=1e-3, lstm_hidden=48, lstm_layers=1,
+             arc_dim=32, label_dim=32, dropout=0.1, input_dropout=0.1, seed=3)
+
+
+@pytest.fixture(scope="module")
+def treebank_slice(data_root, tmp_path_factory):
+    """Small real train/dev/test files (CoNLL-U without multiword lines)."""
+    folder = tmp_path_factory.mktemp("ud")
+    paths = {}
+    for split, (start, stop) in {"train": (0, 60), "dev": (0, 30), "test": (0, 20)}.items():
+        sentences = read_conllu(data_root / "wolof" / "ud" / f"wo_wtb-ud-{split}.conllu")[start:stop]
+        paths[split] = folder / f"{split}.conllu"
+        write_conllu(sentences, paths[split])
+    return paths
+
+
+def random_encoder(tokenizer, tmp_path_factory, condition):
+    tokenizer_dir = tmp_path_factory.mktemp("tokenizer")
+    tokenizer.save_pretrained(str(tokenizer_dir))
+    step = RandomInitEncoder(tokenizer=tokenizer_dir, condition=condition, model=TINY_MODEL, seed=1)
+    return step.result(LocalWorkspace(tmp_path_factory.mktemp("encoder-workspace")))
+
+
+@pytest.fixture(scope="module")
+def plain_encoder(small_wolof_tokenizer, tmp_path_factory):
+    return random_encoder(small_wolof_tokenizer, tmp_path_factory, "M")
+
+
+@pytest.fixture(scope="module")
+def sla_encoder(small_wolof_tokenizer, tmp_path_factory):
+    return random_encoder(small_wolof_tokenizer, tmp_path_factory, "MPT-SLA")
+
+
+def make_step(encoder, paths, **overrides):
+    settings = dict(QUICK, **overrides.pop("training", {}))
+    return FinetuneUdParser(
+        encoder=encoder, train=DataPath(str(paths["train"])), dev=DataPath(str(paths["dev"])), test=DataPath(str(paths["test"])),
+        training=ParserTrainingConfig(**settings), num_threads=1, **overrides,
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(plain_encoder, treebank_slice, tmp_path_factory):
+    result = make_step(plain_encoder, treebank_slice).result(LocalWorkspace(tmp_path_factory.mktemp("workspace")))
+    return result, json.loads((result / "metrics.json").read_text())
+
+
+# --- decoding -----------------------------------------------------------------------------------
+
+
+def test_mst_gives_a_single_rooted_tree_even_when_greedy_heads_do_not():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 17, 40):
+        scores = rng.normal(size=(n + 1, n + 1))
+        scores[1:, 0] += 3.0  # every word prefers ROOT: greedy decoding would give n roots
+        log_probs = scores - np.logaddexp.reduce(scores, axis=1, keepdims=True)
+        heads = mst_heads(log_probs)
+        assert len(heads) == n
+        check_tree(heads, f"random {n}-word sentence")  # raises unless one root and no cycle
+
+
+def test_mst_recovers_a_tree_the_scores_clearly_encode():
+    gold = [2, 0, 2, 5, 3]
+    scores = np.full((6, 6), -10.0)
+    for dependent, head in enumerate(gold, 1):
+        scores[dependent, head] = -0.01
+    assert mst_heads(scores) == gold
+
+
+def test_parser_loss_and_decode_shapes(plain_encoder):
+    from steps.encoders import load_encoder
+
+    encoder, _ = load_encoder(plain_encoder)
+    torch.manual_seed(0)
+    parser = BiaffineDependencyParser(encoder, num_labels=5, lstm_hidden=16, lstm_layers=2, arc_dim=8, label_dim=8).eval()
+    # Two sentences of 3 and 1 words; the second is padded.
+    batch = {
+        "input_ids": torch.tensor([[1, 7, 8, 9, 2], [1, 7, 2, 0, 0]]),
+        "attention_mask": torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]),
+        "word_spans": torch.tensor([[[1, 1], [2, 3], [3, 3]], [[1, 1], [0, 0], [0, 0]]]),
+        "word_mask": torch.tensor([[True, True, True], [True, False, False]]),
+    }
+    output = parser(**batch, gold_heads=torch.tensor([[2, 0, 2], [0, 0, 0]]), gold_labels=torch.tensor([[1, 2, 3], [4, 0, 0]]))
+    assert output.arc_scores.shape == (2, 4, 4) and torch.isfinite(output.loss)
+    # Padded words and self-loops can never be heads.
+    assert torch.isinf(output.arc_scores[1, 1, 2:]).all() and torch.isinf(output.arc_scores[0].diagonal()).all()
+    heads, labels = parser.decode(output)
+    assert [len(h) for h in heads] == [3, 1] and heads[1] == [0] and [len(x) for x in labels] == [3, 1]
+    check_tree(heads[0], "decoded sentence")
+
+
+def test_bucketed_batches_cover_every_sentence_once():
+    lengths = [5, 40, 7, 38, 6, 41, 20, 21, 22]
+    batches = bucketed_batches(lengths, 3, torch.Generator().manual_seed(0))
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert max(max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in batches) <= 3  # similar lengths
+
+
+# --- the step -----------------------------------------------------------------------------------
+
+
+def test_fine_tuning_beats_the_untrained_parser(trained):
+    _, metrics = trained
+    history = metrics["history"]
+    assert history[0]["epoch"] == 0 and len(history) == QUICK["epochs"] + 1
+    assert metrics["steps"] == QUICK["epochs"] * 5
+    assert metrics["dev"]["las"] > history[0]["las"] + 5, [h["las"] for h in history]
+    assert metrics["dev"]["las"] == pytest.approx(max(h["las"] for h in history))  # selected on dev LAS
+    assert metrics["best_epoch"] == max(history, key=lambda h: h["las"])["epoch"]
+    assert metrics["task"] == "ud_parsing" and metrics["primary_metric"] == "las" and metrics["seed"] == 3
+    assert metrics["train_seconds"] > 0 and metrics["sla_parse"] == "n/a"
+
+
+def test_predictions_keep_gold_tokens_form_trees_and_score_without_punctuation(trained, treebank_slice):
+    result, metrics = trained
+    gold = read_conllu(treebank_slice["test"])
+    predicted = read_conllu(result / "predicted-test.conllu")  # check_trees: one root, no cycles
+    assert [s["tokens"] for s in predicted] == [s["tokens"] for s in gold]
+    # Only non-punctuation words are scored, and the figure is recomputable from the file.
+    content = [(g, p) for gs, ps in zip(gold, predicted) for g, p in zip(zip(gs["upos"], gs["head"], gs["deprel"]), zip(ps["head"], ps["deprel"]))
+               if g[0] not in PUNCTUATION_UPOS]
+    assert sum(u in PUNCTUATION_UPOS for s in gold for u in s["upos"]) > 0
+    assert metrics["test"]["scored_words"] == len(content)
+    labelled = sum(g[1] == p[0] and g[2].split(":")[0] == p[1].split(":")[0] for g, p in content)
+    assert metrics["test"]["las"] == pytest.approx(100.0 * labelled / len(content))
+    # The official scorer counts punctuation too, on the same gold words.
+    official = metrics["udeval"]
+    assert official["Words"] == pytest.approx(100.0)
+    everything = [(g, p) for gs, ps in zip(gold, predicted) for g, p in zip(zip(gs["head"], gs["deprel"]), zip(ps["head"], ps["deprel"]))]
+    official_las = sum(g[0] == p[0] and g[1].split(":")[0] == p[1].split(":")[0] for g, p in everything)
+    assert official["LAS"] == pytest.approx(100.0 * official_las / len(everything))
+
+
+def test_sla_encoder_needs_a_parse_or_an_explicit_global_mode(sla_encoder, treebank_slice, tmp_path):
+    with pytest.raises(ValueError, match="uses SLA and sla_parse='parse', but no corpus_parser"):
+        make_step(sla_encoder, treebank_slice, sla_parse="parse").result(LocalWorkspace(tmp_path / "a"))
+    result = make_step(sla_encoder, treebank_slice, sla_parse="global", training={"epochs": 1}).result(LocalWorkspace(tmp_path / "b"))
+    metrics = json.loads((result / "metrics.json").read_text())
+    assert metrics["sla_parse"] == "global" and metrics["encoder_config"]["syntax_attention"] == "sla"
+
+
+def test_sla_parse_mode_feeds_the_corpus_parsers_trees(sla_encoder, treebank_slice, tmp_path, monkeypatch):
+    """With sla_parse="parse" every split is parsed by the corpus parser (a stub here: a chain)."""
+    import steps.finetune_parser as module
+
+    parsed = []
+
+    class ChainParser:
+        def __init__(self, directory):
+            self.directory = directory
+
+        def parse_all(self, sentences, batch_size=256):
+            parsed.append(len(sentences))
+            yield [{"tokens": list(t), "head": list(range(len(t)))} for t in sentences]
+
+    monkeypatch.setattr(module, "CorpusParser", ChainParser)
+    step = make_step(sla_encoder, treebank_slice, sla_parse="parse", corpus_parser=tmp_path, training={"epochs": 1})
+    result = step.result(LocalWorkspace(tmp_path / "w"))
+    assert parsed == [60, 30, 20]
+    assert json.loads((result / "metrics.json").read_text())["sla_parse"] == "parse"
+
+
+def test_bad_inputs_give_one_line_errors(plain_encoder, treebank_slice, tmp_path):
+    with pytest.raises(ValueError, match="sla_parse must be one of"):
+        make_step(plain_encoder, treebank_slice, sla_parse="gold").result(LocalWorkspace(tmp_path / "a"))
+    broken = tmp_path / "broken.conllu"
+    broken.write_text("1\tword\t_\tNOUN\t_\t_\t0\troot\t_\n\n")  # nine columns
+    with pytest.raises(Exception, match=r"broken.conllu:1: malformed CoNLL-U line"):
+        make_step(plain_encoder, dict(treebank_slice, dev=broken)).result(LocalWorkspace(tmp_path / "b"))
+    with pytest.raises(ValueError, match="batch_size must be positive"):
+        ParserTrainingConfig(batch_size=0)
+    with pytest.raises(ValueError, match="lr_schedule must be"):
+        ParserTrainingConfig(lr_schedule="cosine")
