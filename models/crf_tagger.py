@@ -1,0 +1,160 @@
+"""BiLSTM-CRF span tagger for WikiAnn NER, after AllenNLP's ``crf_tagger`` (SPEC §H).
+
+    word vectors (WordEncoder: encoder → scalar mix → subword mean) → dropout
+      → BiLSTM (2 × 200 per direction, dropout 0.5 between layers) → dropout
+      → linear emissions → linear-chain CRF over BIOUL tags
+
+The CRF is ``pytorch-crf``'s, constrained as AllenNLP does with ``label_encoding="BIOUL"`` and
+``include_start_end_transitions=False``: illegal transitions (``O → I-PER``, ``B-LOC → I-PER``, …)
+score −∞, and the start/end scores are not learned, only a −∞ for starting with ``I-``/``L-`` or
+ending with ``B-``/``I-``. Here the constraints hold in the likelihood as well as in Viterbi
+decoding (AllenNLP applies the start/end part only when decoding), so the model can neither
+train towards nor emit a tag sequence that does not spell out whole spans.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torchcrf import CRF
+
+from .word_encoder import WordEncoder
+
+OUTSIDE = "O"
+
+
+def split_tag(tag: str) -> Tuple[str, Optional[str]]:
+    """("B", "PER") for "B-PER"; ("O", None) for "O"."""
+    if tag == OUTSIDE:
+        return OUTSIDE, None
+    prefix, _, entity = tag.partition("-")
+    if prefix not in ("B", "I", "L", "U") or not entity:
+        raise ValueError(f"not a BIOUL tag: {tag!r}")
+    return prefix, entity
+
+
+def bioul_constraints(labels: Sequence[str]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Boolean (allowed[i, j] for label i → label j, may start, may end) for BIOUL labels.
+
+    Inside a span (after B-x or I-x) only I-x or L-x may follow; outside one (after O, L-*, U-*
+    or at the start) only O, B-* or U-* may follow; a sequence must end outside a span.
+    """
+    parts = [split_tag(label) for label in labels]
+    opens = torch.tensor([prefix in ("B", "I") for prefix, _ in parts])  # a span is still open after it
+    continues = torch.tensor([prefix in ("I", "L") for prefix, _ in parts])  # needs an open span before it
+    entity = [entity for _, entity in parts]
+    same_entity = torch.tensor([[a == b for b in entity] for a in entity])
+    allowed = torch.where(opens[:, None], continues[None, :] & same_entity, ~continues[None, :])
+    return allowed, ~continues, ~opens
+
+
+class _MaskIllegal(nn.Module):
+    """Parametrization: the learned transition scores with illegal entries fixed at −∞."""
+
+    def __init__(self, allowed: torch.Tensor):
+        super().__init__()
+        self.register_buffer("forbidden", ~allowed)
+
+    def forward(self, weights: torch.Tensor) -> torch.Tensor:
+        return weights.masked_fill(self.forbidden, float("-inf"))
+
+
+class BioulCrf(CRF):
+    """``torchcrf.CRF`` (batch first) whose transitions obey BIOUL; see the module docstring.
+
+    ``transitions`` reads as the masked matrix (a torch parametrization over the learned one), and
+    ``start_transitions``/``end_transitions`` are constant 0/−∞ buffers, so the package's own
+    forward algorithm and Viterbi decoding run unchanged on the constrained scores.
+    """
+
+    def __init__(self, labels: Sequence[str]):
+        super().__init__(len(labels), batch_first=True)
+        self.labels = list(labels)
+        allowed, may_start, may_end = bioul_constraints(self.labels)
+        self.outside_index = self.labels.index(OUTSIDE)
+        del self.start_transitions, self.end_transitions
+        self.register_buffer("start_transitions", torch.zeros(len(labels)).masked_fill(~may_start, float("-inf")))
+        self.register_buffer("end_transitions", torch.zeros(len(labels)).masked_fill(~may_end, float("-inf")))
+        parametrize.register_parametrization(self, "transitions", _MaskIllegal(allowed))
+
+    def reset_parameters(self) -> None:
+        # The parent initialises all three score tensors; only the transitions are learned here,
+        # and after __init__ they sit behind the parametrization.
+        with torch.no_grad():
+            target = self.parametrizations.transitions.original if parametrize.is_parametrized(self, "transitions") else self.transitions
+            nn.init.uniform_(target, -0.1, 0.1)
+
+    def log_likelihood(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Per-sequence log p(tags | emissions), shape (B,).
+
+        pytorch-crf multiplies the transition score into padded steps by 0, and 0 × −∞ is NaN,
+        so padded positions are given the O tag: O → O and (legal last tag) → O are finite.
+        """
+        tags = tags.masked_fill(~mask, self.outside_index)
+        return self(emissions, tags, mask, reduction="none")
+
+
+class CrfTagger(nn.Module):
+    """Word-level BIOUL tagger; see the module docstring. ``lstm_layers=0`` drops the BiLSTM
+    (emissions straight from the word vectors)."""
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        labels: Sequence[str],
+        lstm_hidden: int = 200,
+        lstm_layers: int = 2,
+        lstm_dropout: float = 0.5,
+        dropout: float = 0.5,
+    ):
+        super().__init__()
+        self.labels = list(labels)
+        self.word_encoder = WordEncoder(encoder)
+        self.dropout = nn.Dropout(dropout)
+        features = self.word_encoder.output_dim
+        self.lstm = None
+        if lstm_layers > 0:
+            self.lstm = nn.LSTM(
+                features, lstm_hidden, num_layers=lstm_layers, batch_first=True, bidirectional=True,
+                dropout=lstm_dropout if lstm_layers > 1 else 0.0,
+            )
+            features = 2 * lstm_hidden
+        self.emission_layer = nn.Linear(features, len(self.labels))
+        self.crf = BioulCrf(self.labels)
+
+    def emissions(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        word_spans: torch.Tensor,
+        word_mask: torch.Tensor,
+        heads: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        """(B, W, num_labels) tag scores per word."""
+        words = self.dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads))
+        if self.lstm is not None:
+            # Packed, so the backward direction starts at each sentence's last word, not at padding.
+            lengths = word_mask.sum(-1).cpu()
+            packed = pack_padded_sequence(words, lengths, batch_first=True, enforce_sorted=False)
+            words, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=word_mask.shape[1])
+            words = self.dropout(words)
+        return self.emission_layer(words)
+
+    def forward(self, tags: Optional[torch.Tensor] = None, **batch: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """``emissions``; with gold ``tags`` (B, W) also ``loss`` = −Σ log-likelihood over the
+        batch (AllenNLP's crf_tagger sums, it does not average)."""
+        output = {"emissions": self.emissions(**batch)}
+        if tags is not None:
+            output["loss"] = -self.crf.log_likelihood(output["emissions"], tags, batch["word_mask"]).sum()
+        return output
+
+    @torch.no_grad()
+    def decode(self, emissions: torch.Tensor, word_mask: torch.Tensor) -> List[List[str]]:
+        """Best legal label sequence for each sentence (constrained Viterbi)."""
+        return [[self.labels[i] for i in path] for path in self.crf.decode(emissions, word_mask)]
+
+
+__all__ = ["BioulCrf", "CrfTagger", "bioul_constraints", "split_tag"]
