@@ -52,6 +52,10 @@ local pronto_tables = {
         language: language,
         corpus: data(language + "/corpus"),
       } + s.corpus,
+    } + (if parser_backend == "stanza" then {
+      // Stanza's tagger and parser start from word vectors trained on the corpus (steps/word_vectors.py).
+      word_vectors: { type: "train_word_vectors", corpus: ref("corpus") } + s.word_vectors,
+    } else {}) + {
       corpus_parser: {
         type: "train_corpus_parser",
         language: language,
@@ -60,6 +64,7 @@ local pronto_tables = {
         test: ud(language, "test"),
         backend: parser_backend,
         budget: s.parser_budget,
+        [if parser_backend == "stanza" then "word_vectors"]: ref("word_vectors"),
       },
       parsed_corpus: {
         type: "parse_corpus",
@@ -125,15 +130,61 @@ local pronto_tables = {
       test: wikiann(language, "test"),
       config: s.finetune.ner,
     } + sla) else {})
-    + (if pronto_data == null then {} else std.foldl(function(steps, task) steps + cell("pronto_" + task, pronto_tables[task], language, {
-      type: "finetune_pronto",
-      encoder: encoder,
-      task: task,
-      [if std.member(pronto_missing_train, task) then null else "train"]: data(pronto_data + "/" + task + "_train.tsv"),
-      dev: data(pronto_data + "/" + task + "_dev.tsv"),
-      test: data(pronto_data + "/" + task + "_test.tsv"),
-      config: s.finetune.pronto + (if task == "sentence_mood" then s.finetune.pronto_sentence_mood else {}),
-    }), std.objectFields(pronto_tables), {})),
+    + (if pronto_data == null then {} else $.pronto_steps(language, scale, encoder, row, seeds, pronto_data, pronto_missing_train)),
+
+  // PrOnto's five tasks for one encoder (Tables 4, 7-9), cells as in evaluation_steps.
+  pronto_steps(column, scale, encoder, row, seeds, pronto_data, pronto_missing_train=[])::
+    local s = scales[scale];
+    std.foldl(function(steps, task) steps + {
+      ["pronto_" + task + "_s" + seed]: {
+        type: "finetune_pronto",
+        encoder: encoder,
+        task: task,
+        [if std.member(pronto_missing_train, task) then null else "train"]: data(pronto_data + "/" + task + "_train.tsv"),
+        dev: data(pronto_data + "/" + task + "_dev.tsv"),
+        test: data(pronto_data + "/" + task + "_test.tsv"),
+        config: s.finetune.pronto + (if task == "sentence_mood" then s.finetune.pronto_sentence_mood else {}) + { seed: seed },
+      }
+      for seed in seeds
+    } + {
+      ["pronto_" + task + "_score_s" + seed]: {
+        type: "score_cell",
+        finetuned: ref("pronto_" + task + "_s" + seed),
+        table: pronto_tables[task],
+        row: row,
+        column: column,
+        scale: scale,
+        seed: seed,
+      }
+      for seed in seeds
+    } + {
+      ["pronto_" + task + "_cell"]: {
+        type: "aggregate_cell",
+        scores: [ref("pronto_" + task + "_score_s" + seed) for seed in seeds],
+      },
+    }, std.objectFields(pronto_tables), {}),
+
+  // The real PrOnto sample here is Spanish, a language with no corpus in the shared data: a
+  // WordPiece vocabulary from the sample's train texts, and a random-init µBERT over it.
+  pronto_sample_experiment(scale, pronto_data="pronto_sample_spanish", seeds=[42])::
+    local with_train = ["nonpronominal_mention", "proper_noun_subject", "sentence_mood"];
+    {
+      steps: {
+        texts: {
+          type: "pronto_texts",
+          files: [data(pronto_data + "/" + task + "_train.tsv") for task in with_train],
+          tasks: with_train,
+        },
+        tokenizer: { type: "train_tokenizer", corpus: ref("texts") },
+        random_encoder: {
+          type: "random_init_encoder",
+          tokenizer: ref("tokenizer"),
+          model: scales[scale].pretrain.model,
+          seed: seeds[0],
+        },
+      } + $.pronto_steps("spanish", scale, ref("random_encoder"), "random-init", seeds, pronto_data,
+                         pronto_missing_train=["same_sense", "same_arg_count"]),
+    },
 
   // The paper's Table 2 conditions (SPEC §C): M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree
   // losses, -SLA = syntax-aware local attention.

@@ -8,6 +8,7 @@
 {
   smoke: {
     corpus: { max_train_sentences: 300, max_dev_sentences: 40 },
+    word_vectors: { dim: 16, epochs: 1 },
     parser_budget: {
       tagger_steps: 20, parser_steps: 20, eval_interval: 10,
       tagger_hidden_dim: 32, tagger_batch_size: 50, tagger_biaffine_dim: 16, tagger_composite_biaffine_dim: 8,
@@ -23,8 +24,13 @@
         validate_every: 10, max_validation_rows: 64, checkpoint_every: 10,
       },
     },
-    // Fine-tuning configs (steps/finetune_parser.py, finetune_ner.py, pronto.py); filled in below.
-    finetune: { ud: {}, ner: {}, pronto: {}, pronto_sentence_mood: {} },
+    // Fine-tuning (steps/finetune_parser.py, finetune_ner.py, pronto.py): tiny heads, a few batches.
+    finetune: {
+      ud: { epochs: 1, batches_per_epoch: 4, lstm_hidden: 16, lstm_layers: 1, arc_dim: 16, label_dim: 16 },
+      ner: { epochs: 1, patience: 1, lstm_hidden: 16, lstm_layers: 1 },
+      pronto: { epochs: 1, max_train_rows: 64, max_length: 128 },
+      pronto_sentence_mood: {},
+    },
   },
   cpu: {
     // The corpus parse runs at ~33 sentences/s on 2 cores (docs/RESULTS.md), so 10.5k sentences
@@ -33,6 +39,8 @@
     // Measured on Wolof-WTB, 2 idle cores: ~0.42 s per tagger step, ~0.67 s per parser step, so
     // 1100+600 is ~14.5 min. The tagger gets the larger share: predicted UPOS is what limits LAS
     // (600+750: UPOS 88.3, LAS 62.1; 1100+600: UPOS 91.3, LAS 64.4 — see docs/RESULTS.md).
+    // Skip-gram vectors of the capped corpus: ~10 s.
+    word_vectors: { dim: 100, epochs: 10 },
     parser_budget: {
       tagger_steps: 1100, parser_steps: 600, eval_interval: 100,
       tagger_hidden_dim: 200, tagger_batch_size: 50, tagger_biaffine_dim: 50, tagger_composite_biaffine_dim: 20,
@@ -50,12 +58,23 @@
         validate_every: 500, max_validation_rows: 500, checkpoint_every: 250,
       },
     },
-    // Fine-tuning configs (steps/finetune_parser.py, finetune_ner.py, pronto.py); filled in below.
-    finetune: { ud: {}, ner: {}, pronto: {}, pronto_sentence_mood: {} },
+    // Fine-tuning, measured on Wolof with the cpu µB-M (one thread, busy machine): the parser
+    // 10 epochs (~3.5 min), NER 20 epochs (~2.5 min). Both encoders' rates are above the paper's
+    // (parser 1e-3 vs 5e-5, NER 1e-4 vs 1e-5): at the paper's rates a 10-minute encoder barely moves
+    // in a few epochs. The other settings follow SPEC §H at smaller sizes (see the step configs).
+    finetune: {
+      ud: { epochs: 10, lr: 2e-3, encoder_lr: 1e-3, lstm_hidden: 200, lstm_layers: 2, dropout: 0.2, input_dropout: 0.2 },
+      ner: { epochs: 20, patience: 20, encoder_lr: 1e-4 },
+      // PrOnto (Spanish sample, random-init µB): lr 1e-3 collapses to the majority class on the
+      // imbalanced sentence_mood, 3e-4 learns; 2000 train rows and 4 epochs keep a task ~1-2 min.
+      pronto: { lr: 3e-4, epochs: 4, max_train_rows: 2000, max_length: 256 },
+      pronto_sentence_mood: { epochs: 8 },
+    },
   },
   paper: {
     corpus: { max_train_sentences: null, max_dev_sentences: null },
     // Stanza's own defaults for a full-size tagger and parser.
+    word_vectors: { dim: 100, epochs: 10 },
     parser_budget: {
       tagger_steps: 50000, parser_steps: 50000, eval_interval: 100,
       tagger_hidden_dim: 200, tagger_batch_size: 250, tagger_biaffine_dim: 400, tagger_composite_biaffine_dim: 100,
@@ -72,7 +91,13 @@
         validate_every: 10000, max_validation_rows: null, checkpoint_every: 10000,
       },
     },
-    // Fine-tuning configs (steps/finetune_parser.py, finetune_ner.py, pronto.py); filled in below.
-    finetune: { ud: {}, ner: {}, pronto: {}, pronto_sentence_mood: {} },
+    // Fine-tuning per SPEC §H: 300 epochs, patience 50, encoder at the paper's reduced rate.
+    finetune: {
+      ud: { epochs: 300, batches_per_epoch: 200, patience: 50, lr: 1e-3, encoder_lr: 5e-5, betas: [0.9, 0.999],
+            lstm_hidden: 400, lstm_layers: 3, dropout: 0.3, input_dropout: 0.3 },
+      ner: { epochs: 300, patience: 50, encoder_lr: 1e-5 },
+      pronto: {},
+      pronto_sentence_mood: {},
+    },
   },
 }

@@ -4,4 +4,9 @@ from .data_root import DataError, DataPath
 from .data_steps import BuildPretrainingData, LoadCorpus, ParseCorpus, TrainCorpusParser, TrainTokenizer
 from .encoders import RandomInitEncoder
 from .formats import DirectoryFormat
+from .scoring import AggregateCell, ScoreCell
+from .word_vectors import TrainWordVectors
 from .pretrain import PretrainingConfig, PretrainMicrobert
+from .pronto import FinetunePronto, PrOntoConfig
+from .finetune_parser import FinetuneUdParser, ParserTrainingConfig
+from .finetune_ner import FinetuneNer, NerConfig

@@ -29,6 +29,7 @@ from .languages import get_language
 from .parsing import CorpusParser, ParserBudget, evaluate_parser, train_stanza, train_udpipe
 from .readers import read_conllu, read_corpus_documents, split_documents
 from .vocab import load_tokenizer, train_wordpiece, vocabulary_size
+from .word_vectors import VECTORS_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class TrainCorpusParser(Step):
 
     DETERMINISTIC = True
     CACHEABLE = True
-    VERSION = "001"
+    VERSION = "002"
     FORMAT = DirectoryFormat()
 
     def run(  # type: ignore[override]
@@ -119,6 +120,7 @@ class TrainCorpusParser(Step):
         test: DataPath,
         backend: str = "stanza",
         budget: ParserBudget = ParserBudget(),
+        word_vectors: Optional[Path] = None,
     ) -> Path:
         lang = get_language(language)
         if backend not in ("stanza", "udpipe"):
@@ -129,12 +131,18 @@ class TrainCorpusParser(Step):
         out = self.work_dir / "parser"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
+        vectors_name = None
+        if word_vectors is not None and backend == "stanza":
+            # Copied in, so the parser directory is self-contained for CorpusParser.
+            vectors_name = "word_vectors.pt"
+            shutil.copy(Path(word_vectors) / VECTORS_FILE, out / vectors_name)
         if backend == "stanza":
-            timings = train_stanza(out, lang.stanza_code, lang.treebank, splits["train"][0], splits["dev"][0], budget)
+            timings = train_stanza(out, lang.stanza_code, lang.treebank, splits["train"][0], splits["dev"][0], budget,
+                                   word_vectors=out / vectors_name if vectors_name else None)
             shutil.rmtree(out / "scratch", ignore_errors=True)
         else:
             timings = train_udpipe(out, splits["train"][0], splits["dev"][0], budget)
-        info = {"backend": backend, "language": language, "stanza_code": lang.stanza_code,
+        info = {"backend": backend, "language": language, "stanza_code": lang.stanza_code, "word_vectors": vectors_name,
                 "budget": vars(budget), "timings": timings, "metrics": {}}
         (out / "parser.json").write_text(json.dumps(info, indent=2))
         parser = CorpusParser(out)

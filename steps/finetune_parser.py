@@ -178,7 +178,7 @@ class FinetuneUdParser(Step):
         test: DataPath,
         sla_parse: str = "parse",
         corpus_parser: Optional[Path] = None,
-        training: ParserTrainingConfig = ParserTrainingConfig(),
+        config: ParserTrainingConfig = ParserTrainingConfig(),
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
     ) -> Path:
@@ -186,7 +186,7 @@ class FinetuneUdParser(Step):
         if num_threads:
             torch.set_num_threads(num_threads)
         try:
-            return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, training, device)
+            return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device)
         finally:
             torch.set_num_threads(previous_threads)
 

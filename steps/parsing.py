@@ -17,7 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from tango.common import FromParams
 
@@ -82,6 +82,12 @@ class ParserBudget(FromParams):
     parser_uses_feats: bool = False
     char_hidden_dim: int = 100
     word_emb_dim: int = 75
+    # Stanza trains its parser on gold tags and lemmas, but at parse time it sees the tagger's
+    # tags and identity lemmas. "tagger_dev_confusion" trains the parser on what it will see:
+    # lemma = form, and train UPOS resampled from the tagger's confusion on dev (P(predicted |
+    # gold)); dev for model selection carries the tagger's own predicted tags. "gold" is Stanza's
+    # default. Measured on Wolof-WTB (same tagger): see docs/RESULTS.md.
+    parser_training_tags: str = "tagger_dev_confusion"
     udpipe_iterations: int = 10
     seed: int = 1234
 
@@ -98,6 +104,10 @@ class CorpusParser:
     @property
     def metrics(self) -> Dict[str, float]:
         return self.info["metrics"]
+
+    def _vectors(self) -> Optional[str]:
+        name = self.info.get("word_vectors")
+        return str(self.directory / name) if name else None
 
     def _load(self):
         if self._impl is not None:
@@ -124,8 +134,8 @@ class CorpusParser:
                 allow_unknown_language=True,
                 pos_model_path=str(self.directory / "tagger.pt"),
                 depparse_model_path=str(self.directory / "parser.pt"),
-                pos_pretrain_path=None,
-                depparse_pretrain_path=None,
+                pos_pretrain_path=self._vectors(),
+                depparse_pretrain_path=self._vectors(),
                 use_gpu=False,
                 logging_level="WARN",
                 pos_batch_size=5000,
@@ -189,20 +199,96 @@ def _blank_tags(sentences: Sequence[Sentence]) -> List[Sentence]:
     return [{"tokens": s["tokens"]} for s in sentences]
 
 
+PARSER_TRAINING_TAGS = ("gold", "tagger_dev_confusion")
+
+
+def _words(sentence):
+    return [token for token in sentence if isinstance(token["id"], int)]
+
+
+def tag_confusion(gold_sentences, predicted_sentences) -> Dict[str, Dict[str, int]]:
+    """Counts of predicted UPOS per gold UPOS over aligned conllu TokenLists."""
+    confusion: Dict[str, Dict[str, int]] = {}
+    for gold, predicted in zip(gold_sentences, predicted_sentences):
+        for g, p in zip(_words(gold), _words(predicted)):
+            row = confusion.setdefault(g["upos"], {})
+            row[p["upos"]] = row.get(p["upos"], 0) + 1
+    return confusion
+
+
+def resample_upos(sentences, confusion: Dict[str, Dict[str, int]], seed: int) -> int:
+    """In place: replace each word's UPOS by a draw from P(predicted | gold) and its lemma by its
+    form. Returns how many UPOS changed. Gold tags never seen on dev are kept."""
+    import random
+
+    rng = random.Random(seed)
+    tables = {gold: (list(row), list(row.values())) for gold, row in confusion.items()}
+    changed = 0
+    for sentence in sentences:
+        for word in _words(sentence):
+            word["lemma"] = word["form"]
+            if word["upos"] in tables:
+                tags, weights = tables[word["upos"]]
+                new = rng.choices(tags, weights)[0]
+                changed += new != word["upos"]
+                word["upos"] = new
+    return changed
+
+
+def _identity_lemmas(sentences):
+    for sentence in sentences:
+        for word in _words(sentence):
+            word["lemma"] = word["form"]
+    return sentences
+
+
+def _write_tokenlists(sentences, path: Path) -> Path:
+    path.write_text("".join(sentence.serialize() for sentence in sentences), encoding="utf-8")
+    return path
+
+
+def prepare_parser_training_files(
+    train: Path, dev: Path, predicted_dev: Path, scratch: Path, seed: int
+) -> Dict[str, Any]:
+    """Parser train/dev files that look like parse time (see ParserBudget.parser_training_tags)."""
+    import conllu
+
+    def parse(path: Path):
+        return conllu.parse(path.read_text(encoding="utf-8"))
+
+    gold_dev, tagged_dev = parse(dev), parse(predicted_dev)
+    confusion = tag_confusion(gold_dev, tagged_dev)
+    correct = sum(row.get(gold, 0) for gold, row in confusion.items())
+    total = sum(sum(row.values()) for row in confusion.values())
+    train_sentences = parse(train)
+    changed = resample_upos(train_sentences, confusion, seed)
+    train_words = sum(len(_words(s)) for s in train_sentences)
+    logger.info("parser training tags: dev UPOS accuracy %.2f; resampled %d of %d train UPOS", 100 * correct / max(total, 1), changed, train_words)
+    return {
+        "train": _write_tokenlists(train_sentences, scratch / "parser_train.conllu"),
+        "dev": _write_tokenlists(_identity_lemmas(tagged_dev), scratch / "parser_dev.conllu"),
+        "tagger_dev_upos_accuracy": 100 * correct / max(total, 1),
+        "train_upos_resampled": changed / max(train_words, 1),
+    }
+
+
 def train_stanza(
-    directory: Path, stanza_code: str, shorthand: str, train: Path, dev: Path, budget: ParserBudget
+    directory: Path, stanza_code: str, shorthand: str, train: Path, dev: Path, budget: ParserBudget,
+    word_vectors: Optional[Path] = None,
 ) -> Dict[str, float]:
     """Train Stanza's tagger, then its parser (on gold tags, as Stanza does); return seconds spent."""
     from stanza.models import parser as stanza_parser
     from stanza.models import tagger as stanza_tagger
 
-    common = ["--lang", stanza_code, "--shorthand", shorthand, "--no_pretrain", "--cpu",
+    # Pretrained word vectors (steps/word_vectors.py) when given, as Stanza is meant to run.
+    vectors = ["--wordvec_pretrain_file", str(word_vectors)] if word_vectors else ["--no_pretrain"]
+    common = ["--lang", stanza_code, "--shorthand", shorthand, *vectors, "--cpu",
               "--save_dir", str(directory), "--seed", str(budget.seed),
               "--eval_interval", str(budget.eval_interval), "--fix_eval_interval"]
     scratch = directory / "scratch"
     scratch.mkdir(exist_ok=True)
 
-    def model_args(name: str, steps: int, hidden_dim: int, biaffine_dim: int, batch_size: int):
+    def model_args(name: str, steps: int, hidden_dim: int, biaffine_dim: int, batch_size: int, train=train, dev=dev):
         # What the tagger and parser CLIs share: data, output, budget and model size.
         return ["--mode", "train", "--train_file", str(train), "--eval_file", str(dev),
                 "--output_file", str(scratch / f"{name}_dev.conllu"), "--save_name", f"{name}.pt",
@@ -217,10 +303,23 @@ def train_stanza(
                        + ["--composite_deep_biaff_hidden_dim", str(budget.tagger_composite_biaffine_dim)])
     timings["tagger_seconds"] = time.perf_counter() - start
     start = time.perf_counter()
+    parser_train, parser_dev = train, dev
+    if budget.parser_training_tags == "tagger_dev_confusion":
+        tagged_dev = scratch / "tagger_dev.conllu"
+        stanza_tagger.main(["--mode", "predict", "--lang", stanza_code, "--shorthand", shorthand, *vectors,
+                            "--cpu", "--save_dir", str(directory), "--save_name", "tagger.pt",
+                            "--eval_file", str(dev), "--output_file", str(tagged_dev)])
+        files = prepare_parser_training_files(train, dev, tagged_dev, scratch, budget.seed)
+        parser_train, parser_dev = files["train"], files["dev"]
+        timings["tagger_dev_upos_accuracy"] = files["tagger_dev_upos_accuracy"]
+        timings["train_upos_resampled"] = files["train_upos_resampled"]
+    elif budget.parser_training_tags != "gold":
+        raise ValueError(f"parser_training_tags must be one of {PARSER_TRAINING_TAGS}, got {budget.parser_training_tags!r}")
     # --fix_eval_interval is a tagger-only flag; the parser always evaluates every eval_interval.
     parser_common = [a for a in common if a != "--fix_eval_interval"]
     stanza_parser.main(parser_common + model_args("parser", budget.parser_steps, budget.parser_hidden_dim,
-                                                  budget.parser_biaffine_dim, budget.parser_batch_size)
+                                                  budget.parser_biaffine_dim, budget.parser_batch_size,
+                                                  train=parser_train, dev=parser_dev)
                        + ([] if budget.parser_uses_xpos else ["--no_xpos"])
                        + ([] if budget.parser_uses_feats else ["--no_ufeats"]))
     timings["parser_seconds"] = time.perf_counter() - start

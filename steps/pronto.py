@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from tango import Step
@@ -453,3 +453,29 @@ __all__ = [
     "FinetunePronto", "PrOntoConfig", "PrOntoRow", "PrOntoTask", "TASKS", "add_key_tokens", "encode_rows",
     "get_task", "label_space", "read_pronto_tsv",
 ]
+
+
+@Step.register("pronto_texts")
+class PrOntoTexts(Step):
+    """The whitespace-tokenized texts of PrOnto train files, shaped like a ``load_corpus`` result
+    (``{"train": [[token, ...], ...], "dev": []}``) so ``train_tokenizer`` can build a vocabulary
+    for a language that has PrOnto data but no corpus here (the Spanish sample)."""
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+
+    def run(self, files: List[DataPath], tasks: List[str]) -> Dict[str, Any]:  # type: ignore[override]
+        if len(files) != len(tasks):
+            raise ValueError(f"pronto_texts: {len(files)} files but {len(tasks)} task names")
+        sentences: List[List[str]] = []
+        for path, name in zip(files, tasks):
+            task = get_task(name)
+            for row in read_pronto_tsv(path.resolve(), task):
+                for text in (row.text, row.text2):
+                    if text:
+                        sentences.append(text.split())
+        if not sentences:
+            raise DataError(f"pronto_texts: no text in {', '.join(str(f.path) for f in files)}")
+        self.logger.info("pronto_texts: %d texts, %d tokens", len(sentences), sum(map(len, sentences)))
+        return {"train": sentences, "dev": []}

@@ -244,3 +244,42 @@ def test_treebank_is_cycled_to_one_eighth(small_wolof_tokenizer, wolof_dev_sente
     assert len(mixed) == 100 + 12
     assert [r["tree_is_gold"][0] for r in mixed[100:]] == [1] * 12
     assert mixed[100:105] == gold and mixed[105:110] == gold  # cycled in order
+
+
+def test_parser_training_tags_follow_the_taggers_dev_confusion(data_root, tmp_path):
+    """The corpus parser trains on what it sees at parse time: identity lemmas, and UPOS drawn from
+    the tagger's dev confusion. Here the "tagger" confuses every dev NOUN with PROPN."""
+    import conllu
+
+    from steps.parsing import prepare_parser_training_files, resample_upos, tag_confusion
+
+    dev = data_root / "wolof/ud/wo_wtb-ud-dev.conllu"
+    gold = conllu.parse(dev.read_text(encoding="utf-8"))[:60]
+    gold_file = tmp_path / "dev.conllu"
+    gold_file.write_text("".join(s.serialize() for s in gold), encoding="utf-8")
+    tagged = conllu.parse(gold_file.read_text(encoding="utf-8"))
+    for sentence in tagged:
+        for word in sentence:
+            if word["upos"] == "NOUN":
+                word["upos"] = "PROPN"
+    tagged_file = tmp_path / "tagged.conllu"
+    tagged_file.write_text("".join(s.serialize() for s in tagged), encoding="utf-8")
+
+    confusion = tag_confusion(gold, tagged)
+    assert confusion["NOUN"] == {"PROPN": confusion["NOUN"]["PROPN"]} and confusion["VERB"] == {"VERB": confusion["VERB"]["VERB"]}
+    # A perfect tagger changes nothing.
+    copy = conllu.parse(gold_file.read_text(encoding="utf-8"))
+    assert resample_upos(copy, tag_confusion(gold, gold), seed=1) == 0
+
+    files = prepare_parser_training_files(gold_file, gold_file, tagged_file, tmp_path, seed=1)
+    train = conllu.parse(files["train"].read_text(encoding="utf-8"))
+    words = [w for s in train for w in s if isinstance(w["id"], int)]
+    gold_words = [w for s in gold for w in s if isinstance(w["id"], int)]
+    assert all(w["lemma"] == w["form"] for w in words)
+    assert not any(w["upos"] == "NOUN" for w in words)
+    assert sum(g["upos"] == "NOUN" for g in gold_words) == files["train_upos_resampled"] * len(words) > 0
+    assert [w["upos"] for w in words if w["upos"] != "PROPN"] == [g["upos"] for g in gold_words if g["upos"] not in ("NOUN", "PROPN")]
+    # Model selection sees the tagger's tags, with identity lemmas.
+    dev_words = [w for s in conllu.parse(files["dev"].read_text(encoding="utf-8")) for w in s if isinstance(w["id"], int)]
+    assert [w["upos"] for w in dev_words] == [w["upos"] for s in tagged for w in s if isinstance(w["id"], int)]
+    assert files["tagger_dev_upos_accuracy"] < 100

@@ -53,10 +53,10 @@ def sla_encoder(small_wolof_tokenizer, tmp_path_factory):
 
 
 def make_step(encoder, paths, **overrides):
-    settings = dict(QUICK, **overrides.pop("training", {}))
+    settings = dict(QUICK, **overrides.pop("config", {}))
     return FinetuneUdParser(
         encoder=encoder, train=DataPath(str(paths["train"])), dev=DataPath(str(paths["dev"])), test=DataPath(str(paths["test"])),
-        training=ParserTrainingConfig(**settings), num_threads=1, **overrides,
+        config=ParserTrainingConfig(**settings), num_threads=1, **overrides,
     )
 
 
@@ -155,7 +155,7 @@ def test_predictions_keep_gold_tokens_form_trees_and_score_without_punctuation(t
 def test_sla_encoder_needs_a_parse_or_an_explicit_global_mode(sla_encoder, treebank_slice, tmp_path):
     with pytest.raises(ValueError, match="uses SLA and sla_parse='parse', but no corpus_parser"):
         make_step(sla_encoder, treebank_slice, sla_parse="parse").result(LocalWorkspace(tmp_path / "a"))
-    result = make_step(sla_encoder, treebank_slice, sla_parse="global", training={"epochs": 1}).result(LocalWorkspace(tmp_path / "b"))
+    result = make_step(sla_encoder, treebank_slice, sla_parse="global", config={"epochs": 1}).result(LocalWorkspace(tmp_path / "b"))
     metrics = json.loads((result / "metrics.json").read_text())
     assert metrics["sla_parse"] == "global" and metrics["encoder_config"]["syntax_attention"] == "sla"
 
@@ -175,7 +175,7 @@ def test_sla_parse_mode_feeds_the_corpus_parsers_trees(sla_encoder, treebank_sli
             yield [{"tokens": list(t), "head": list(range(len(t)))} for t in sentences]
 
     monkeypatch.setattr(module, "CorpusParser", ChainParser)
-    step = make_step(sla_encoder, treebank_slice, sla_parse="parse", corpus_parser=tmp_path, training={"epochs": 1})
+    step = make_step(sla_encoder, treebank_slice, sla_parse="parse", corpus_parser=tmp_path, config={"epochs": 1})
     result = step.result(LocalWorkspace(tmp_path / "w"))
     assert parsed == [60, 30, 20]
     assert json.loads((result / "metrics.json").read_text())["sla_parse"] == "parse"

@@ -1,6 +1,7 @@
 """The data half of the DAG through Tango itself: smoke run, cache reuse, bad input, backends."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -94,3 +95,36 @@ def test_attachment_scores_exclude_punctuation():
     assert scores["las"] == 100 and scores["uas"] == 100 and scores["scored_words"] == 2
     wrong_label = [dict(gold[0], deprel=["obj", "root", "punct"])]
     assert attachment_scores(gold, wrong_label)["las"] == 50
+
+
+def test_smoke_cell_reuses_data_steps_and_tables_match_the_cache(smoke_workspace, tmp_path):
+    """One whole smoke cell (µB-M: pretrain, UD parser, NER, scores) on top of the cached data
+    steps, then the tables command on a partly filled cache (µB-MX never ran)."""
+    workspace, _ = smoke_workspace
+    run = tango_run(REPO / "experiments/smoke/wolof_m.jsonnet", workspace)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-4000:]
+    for shared in ("corpus", "word_vectors", "corpus_parser", "parsed_corpus", "tokenizer", "pretraining_data"):
+        assert f'Starting step "{shared}"' not in output, f"{shared} was re-run"
+    for step in ("pretrained_model", "ud_parser_s42", "ner_s42", "ud_parser_cell", "ner_cell"):
+        assert f'Finished step "{step}"' in output
+
+    [parser_result] = (workspace / "cache").glob("FinetuneUdParser-*/result")
+    parser_metrics = json.loads((parser_result / "metrics.json").read_text())
+    [ner_result] = (workspace / "cache").glob("FinetuneNer-*/result")
+    ner_metrics = json.loads((ner_result / "metrics.json").read_text())
+    assert (parser_result / "predicted-test.conllu").exists() and (ner_result / "predicted-test.bio").exists()
+
+    out = tmp_path / "tables"
+    tables = subprocess.run(
+        [sys.executable, "-m", "steps.tables", "experiments/smoke/wolof_m.jsonnet", "experiments/smoke/wolof_mx.jsonnet",
+         "--workspace", str(workspace), "--out", str(out), "--scale", "smoke"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert tables.returncode == 0, tables.stdout[-2000:] + tables.stderr[-2000:]
+    assert "4 table cells, 2 cached" in tables.stdout  # UD + NER for each of M and MX
+    rows = {(r["table"], r["row"], r["column"]): r for r in csv.DictReader((out / "smoke/table2.csv").open())}
+    assert float(rows[("table2", "M", "wolof")]["ours_mean"]) == pytest.approx(parser_metrics["test"]["las"], abs=1e-4)
+    assert rows[("table2", "MX", "wolof")]["ours_mean"] == "" and rows[("table2", "MX", "wolof")]["paper"] == "77.74"
+    ner_rows = {(r["row"], r["column"]): r for r in csv.DictReader((out / "smoke/table3.csv").open())}
+    assert float(ner_rows[("M", "wolof")]["ours_mean"]) == pytest.approx(ner_metrics["test"]["f1"], abs=1e-4)

@@ -1,0 +1,2 @@
+// PrOnto on the real Spanish sample (shared data), smoke scale: a random-init µBERT over a vocabulary of the sample texts.
+(import "../../configs/lib.libsonnet").pronto_sample_experiment("smoke")
