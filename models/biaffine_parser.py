@@ -22,9 +22,8 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .word_encoder import WordEncoder
+from .word_encoder import WordEncoder, run_packed_lstm
 
 
 @dataclass
@@ -90,10 +89,7 @@ class BiaffineDependencyParser(nn.Module):
     def encode(self, input_ids, attention_mask, word_spans, word_mask, heads=None) -> Tuple[torch.Tensor, torch.Tensor]:
         """(B, W+1, 2·hidden) contextual word vectors with ROOT at 0, and the (B, W+1) mask."""
         words = self.input_dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads))
-        lengths = word_mask.sum(-1)
-        # Packing keeps the backward direction from reading padding into real words.
-        packed = pack_padded_sequence(words, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        encoded, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=words.shape[1])
+        encoded = run_packed_lstm(self.lstm, words, word_mask)
         root = self.root.expand(encoded.shape[0], 1, -1)
         encoded = self.encoded_dropout(torch.cat([root, encoded], dim=1))
         mask = torch.cat([torch.ones_like(word_mask[:, :1]), word_mask], dim=1)

@@ -18,10 +18,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 from torch.nn.utils import parametrize
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torchcrf import CRF
 
-from .word_encoder import WordEncoder
+from .word_encoder import WordEncoder, run_packed_lstm
 
 OUTSIDE = "O"
 
@@ -136,11 +135,7 @@ class CrfTagger(nn.Module):
         """(B, W, num_labels) tag scores per word."""
         words = self.dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads))
         if self.lstm is not None:
-            # Packed, so the backward direction starts at each sentence's last word, not at padding.
-            lengths = word_mask.sum(-1).cpu()
-            packed = pack_padded_sequence(words, lengths, batch_first=True, enforce_sorted=False)
-            words, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=word_mask.shape[1])
-            words = self.dropout(words)
+            words = self.dropout(run_packed_lstm(self.lstm, words, word_mask))
         return self.emission_layer(words)
 
     def forward(self, tags: Optional[torch.Tensor] = None, **batch: torch.Tensor) -> Dict[str, torch.Tensor]:

@@ -68,3 +68,13 @@ class WordEncoder(nn.Module):
         extra = {"heads": heads} if heads is not None and self.uses_parse else {}
         output = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, **extra)
         return mean_pool_words(self.scalar_mix(output.hidden_states), word_spans, word_mask)
+
+
+def run_packed_lstm(lstm: nn.LSTM, words: torch.Tensor, word_mask: torch.Tensor) -> torch.Tensor:
+    """A batch-first (Bi)LSTM over the real words only: packing keeps the backward direction
+    from reading padding into real words. Returns (B, W, directions·hidden), zeros at padding."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    lengths = word_mask.sum(-1).cpu()
+    packed = pack_padded_sequence(words, lengths, batch_first=True, enforce_sorted=False)
+    return pad_packed_sequence(lstm(packed)[0], batch_first=True, total_length=word_mask.shape[1])[0]

@@ -42,6 +42,7 @@ from .encoders import collate_word_features, encode_words_batch, encoder_uses_sl
 from .finetune_parser import bucketed_batches
 from .formats import DirectoryFormat
 from .pretrain import derived_seed
+from .runtime import torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -257,13 +258,8 @@ class FinetuneNer(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
     ) -> Path:
-        previous_threads = torch.get_num_threads()
-        if num_threads:
-            torch.set_num_threads(num_threads)
-        try:
+        with torch_threads(num_threads):
             return self._finetune(encoder, train, dev, test, sla_parse, corpus_parser, config, device)
-        finally:
-            torch.set_num_threads(previous_threads)
 
     def _features(self, tokenizer, splits: Dict[str, List[NerSentence]], max_length: int, parser_dir: Optional[Path]):
         """Subword features per split; with a parser, each sentence's tree for SLA."""

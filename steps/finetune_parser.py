@@ -32,6 +32,7 @@ from .formats import DirectoryFormat
 from .parsing import CorpusParser, attachment_scores
 from .pretrain import derived_seed
 from .readers import Sentence, read_conllu, write_conllu
+from .runtime import torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -182,13 +183,8 @@ class FinetuneUdParser(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
     ) -> Path:
-        previous_threads = torch.get_num_threads()
-        if num_threads:
-            torch.set_num_threads(num_threads)
-        try:
+        with torch_threads(num_threads):
             return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device)
-        finally:
-            torch.set_num_threads(previous_threads)
 
     # ------------------------------------------------------------------------------------------
 

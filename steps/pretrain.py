@@ -31,6 +31,7 @@ from tango.common import FromParams, Tqdm
 
 from .collate import IGNORE_INDEX, PretrainingCollator, collate_batches
 from .formats import DirectoryFormat
+from .runtime import torch_threads
 from .vocab import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -204,13 +205,8 @@ class PretrainMicrobert(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
     ) -> Path:
-        previous_threads = torch.get_num_threads()
-        if num_threads:
-            torch.set_num_threads(num_threads)
-        try:
+        with torch_threads(num_threads):
             return self._pretrain(pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device)
-        finally:
-            torch.set_num_threads(previous_threads)
 
     # ------------------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from tango.common import FromParams, Tqdm
 from .data_root import DataError, DataPath, iter_lines
 from .encoders import _hub_tokenizer, resolve_encoder_dir
 from .formats import DirectoryFormat
+from .runtime import torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -310,13 +311,8 @@ class FinetunePronto(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
     ) -> Path:
-        previous_threads = torch.get_num_threads()
-        if num_threads:
-            torch.set_num_threads(num_threads)
-        try:
+        with torch_threads(num_threads):
             return self._finetune(encoder, get_task(task), train, dev, test, config, device)
-        finally:
-            torch.set_num_threads(previous_threads)
 
     def _finetune(self, encoder, task: PrOntoTask, train_path, dev_path, test_path, config: PrOntoConfig, device) -> Path:
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -1,0 +1,23 @@
+"""Process settings that a step changes only for its own run."""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Optional
+
+import torch
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: Optional[int]) -> Iterator[None]:
+    """Run the block with ``num_threads`` intra-op threads (unchanged if None/0), then restore.
+
+    Steps take ``num_threads`` so that jobs sharing a small machine do not oversubscribe it
+    (two 2-thread torch jobs on 2 cores run ~10× slower); it never changes a result, so steps keep
+    it out of their cache keys."""
+    previous = torch.get_num_threads()
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
