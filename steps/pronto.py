@@ -261,7 +261,7 @@ def _optimizer(model, config: PrOntoConfig) -> torch.optim.Optimizer:
 
 @torch.no_grad()
 def evaluate(model, features, labels, config: PrOntoConfig, pad_id: int, device) -> Tuple[float, float, List[int]]:
-    """(mean loss, accuracy, predicted label ids) with dropout off. Batches are formed from rows of
+    """(mean loss, accuracy in percent, predicted label ids) with dropout off. Batches are formed from rows of
     similar length to save padding; predictions come back in the input order."""
     was_training = model.training
     model.eval()
@@ -277,7 +277,7 @@ def evaluate(model, features, labels, config: PrOntoConfig, pad_id: int, device)
             predictions[i] = predicted
     model.train(was_training)
     correct = sum(p == g for p, g in zip(predictions, labels))
-    return total_loss / len(features), correct / len(features), predictions
+    return total_loss / len(features), 100.0 * correct / len(features), predictions
 
 
 @Step.register("finetune_pronto")
@@ -296,7 +296,7 @@ class FinetunePronto(Step):
 
     DETERMINISTIC = True
     CACHEABLE = True
-    VERSION = "001"
+    VERSION = "002"  # 002: accuracies in percent, like every other fine-tuning step
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device"}
 
@@ -419,7 +419,7 @@ class FinetunePronto(Step):
             "test": {"accuracy": test_accuracy, "loss": test_loss},
             "majority_baseline": {
                 "label": str(labels[majority]),
-                "test_accuracy": sum(g == majority for g in gold["test"]) / len(gold["test"]),
+                "test_accuracy": 100.0 * sum(g == majority for g in gold["test"]) / len(gold["test"]),
             },
             "rows": {name: len(rows) for name, rows in splits.items()} | {"trained_on_rows": len(train_features)},
             "truncated_rows": truncated,
@@ -440,7 +440,7 @@ class FinetunePronto(Step):
             f.write("gold\tpredicted\n")
             for g, p in zip(gold["test"], predicted):
                 f.write(f"{labels[g]}\t{labels[p]}\n")
-        self.logger.info("%s: test accuracy %.4f (majority %s: %.4f), kept epoch %d", task.name, test_accuracy,
+        self.logger.info("%s: test accuracy %.2f%% (majority %s: %.2f%%), kept epoch %d", task.name, test_accuracy,
                          metrics["majority_baseline"]["label"], metrics["majority_baseline"]["test_accuracy"], best_epoch)
         return result
 

@@ -175,12 +175,12 @@ def test_single_sentence_task_selects_the_lowest_dev_loss(sample, tiny_encoder, 
     train_labels = [row.label for row in read_pronto_tsv(paths["train"].resolve(), TASKS[task])]
     test_labels = [str(row.label) for row in read_pronto_tsv(paths["test"].resolve(), TASKS[task])]
     majority = max(set(train_labels), key=train_labels.count)
-    assert metrics["majority_baseline"] == {"label": str(majority), "test_accuracy": test_labels.count(str(majority)) / 64}
+    assert metrics["majority_baseline"] == {"label": str(majority), "test_accuracy": 100.0 * test_labels.count(str(majority)) / 64}
 
     # predicted-test.tsv re-scores to the reported accuracy, with the gold labels in file order.
     lines = (result / "predicted-test.tsv").read_text().splitlines()
     assert lines[0] == "gold\tpredicted" and [line.split("\t")[0] for line in lines[1:]] == test_labels
-    assert sum(g == p for g, p in (line.split("\t") for line in lines[1:])) / 64 == pytest.approx(metrics["test"]["accuracy"])
+    assert 100.0 * sum(g == p for g, p in (line.split("\t") for line in lines[1:])) / 64 == pytest.approx(metrics["test"]["accuracy"])
 
     # Same inputs: served from the cache; threads are not part of the key.
     assert finetune(tiny_encoder, task, paths) in workspace.step_cache
@@ -199,7 +199,7 @@ def test_pair_task_without_a_train_file_trains_on_dev_and_says_so(sample, tiny_e
     assert all("dev_loss" not in record for record in metrics["history"])
     keys = {row.key for split in paths.values() for row in read_pronto_tsv(split.resolve(), TASKS[task])}
     assert metrics["key_tokens_added"] == len(keys) and metrics["labels"] == ["different", "same"]
-    assert 0.0 <= metrics["test"]["accuracy"] <= 1.0 and len((result / "predicted-test.tsv").read_text().splitlines()) == 49
+    assert 0.0 <= metrics["test"]["accuracy"] <= 100.0 and len((result / "predicted-test.tsv").read_text().splitlines()) == 49
 
     with pytest.raises(Exception, match="no train file given"):
         finetune(tiny_encoder, task, paths, without_train="error").result(LocalWorkspace(tmp_path / "refused"))
