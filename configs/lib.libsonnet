@@ -46,16 +46,20 @@ local pronto_tables = {
     assert std.objectHas(languages, language) : "unknown language " + language;
     assert std.objectHas(scales, scale) : "unknown scale " + scale;
     local s = scales[scale];
+    local corpus(caps) = { type: "load_corpus", language: language, corpus: data(language + "/corpus") } + caps;
+    local own_vectors_corpus = parser_backend == "stanza" && s.word_vectors_corpus != s.corpus;
     {
-      corpus: {
-        type: "load_corpus",
-        language: language,
-        corpus: data(language + "/corpus"),
-      } + s.corpus,
+      corpus: corpus(s.corpus),
     } + (if parser_backend == "stanza" then {
-      // Stanza's tagger and parser start from word vectors trained on the corpus (steps/word_vectors.py).
-      word_vectors: { type: "train_word_vectors", corpus: ref("corpus") } + s.word_vectors,
-    } else {}) + {
+      // Stanza's tagger and parser start from word vectors trained on the corpus
+      // (steps/word_vectors.py). The vectors may read more of it than pretraining does (their
+      // own cap, `word_vectors_corpus`): they are cheap, and every extra word form they cover is
+      // one the tagger and parser need not learn from the small treebank.
+      word_vectors: {
+        type: "train_word_vectors",
+        corpus: ref(if own_vectors_corpus then "vectors_corpus" else "corpus"),
+      } + s.word_vectors,
+    } else {}) + (if own_vectors_corpus then { vectors_corpus: corpus(s.word_vectors_corpus) } else {}) + {
       corpus_parser: {
         type: "train_corpus_parser",
         language: language,

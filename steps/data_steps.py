@@ -109,7 +109,7 @@ class TrainCorpusParser(Step):
 
     DETERMINISTIC = True
     CACHEABLE = True
-    VERSION = "002"
+    VERSION = "003"  # 003: the parser trains with Adam from its first step (ParserBudget.parser_optimizer)
     FORMAT = DirectoryFormat()
 
     def run(  # type: ignore[override]

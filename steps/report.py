@@ -67,13 +67,40 @@ def parser_section(workspace: Workspace) -> str:
         steps = f"{b['tagger_steps']}+{b['parser_steps']}" if parser["backend"] == "stanza" else f"{b['udpipe_iterations']} it."
         # Budgets recorded before the parser_uses_* switches existed embedded every tag column.
         tags = "all" if parser["backend"] == "udpipe" or b.get("parser_uses_feats", True) else ("UPOS+XPOS" if b.get("parser_uses_xpos") else "UPOS")
-        rows.append((parser["language"], parser["backend"], steps, tags, t["tagger_seconds"] / 60, t["parser_seconds"] / 60,
-                     m["test_upos_accuracy"], m["dev_las"], m["test_uas"], m["test_las"]))
+        optimizer = "—" if parser["backend"] == "udpipe" else (b.get("parser_optimizer") or "Stanza's")
+        vectors = "—" if parser["backend"] == "udpipe" else ("corpus" if parser.get("word_vectors") else "none")
+        rows.append((parser["language"], parser["backend"], steps, tags, vectors, optimizer, t["tagger_seconds"] / 60,
+                     t["parser_seconds"] / 60, m["test_upos_accuracy"], m["dev_las"], m["test_uas"], m["test_las"]))
     note = (f"Test scores use the parser's own predicted tags; UAS/LAS exclude gold PUNCT and SYM. "
             f"UDPipe 1 on Wolof-WTB reaches {UDPIPE_WOLOF_LAS} test LAS here (about 7.5 min of training).\n\n")
     return note + markdown_table(
-        ["language", "backend", "steps (tagger+parser)", "parser sees tags", "tagger min", "parser min", "test UPOS", "dev LAS", "test UAS", "test LAS"], rows
+        ["language", "backend", "steps (tagger+parser)", "parser sees tags", "word vectors", "parser optimizer", "tagger min",
+         "parser min", "test UPOS", "dev LAS", "test UAS", "test LAS"], rows
     )
+
+
+ABLATION_JSONL = Path("docs/benchmarks/corpus_parser_ablation.jsonl")
+
+
+def ablation_section(path: Path = ABLATION_JSONL) -> str:
+    """What each corpus-parser choice bought (benchmarks/corpus_parser_ablation.py), if recorded."""
+    if not path.exists():
+        return f"_not recorded: see benchmarks/corpus_parser_ablation.py_\n"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    vectors = {r["out"]: r for r in records if r["command"] == "vectors"}
+
+    def vectors_label(name):
+        v = vectors.get(name, {})
+        return f"{v.get('words', '?')} words from {'all' if v.get('max_sentences') is None else v['max_sentences']} sentences"
+
+    taggers = [(r["out"], vectors_label(r["vectors"]), r["steps"], r["threads"], r["seconds"] / 60,
+                " ".join(f"{x:.1f}" for x in r["dev_upos_every_100_steps"])) for r in records if r["command"] == "tagger"]
+    parsers = [(r["out"], r["tagger"], " ".join(r["stanza_args"]) or "(Stanza's defaults)", r["steps"], r["threads"],
+                r["parser_seconds"] / 60, r["dev_las"], r["test_uas"], r["test_las"]) for r in records if r["command"] == "parser"]
+    return ("Recorded by `benchmarks/corpus_parser_ablation.py` (cpu-scale sizes, one variable at a time; "
+            "runs with 1 thread ran two side by side, so their minutes are not the DAG's).\n\n"
+            + markdown_table(["tagger", "word vectors", "steps", "threads", "min", "dev UPOS per 100 steps (last: the kept model)"], taggers) + "\n"
+            + markdown_table(["parser", "on tagger", "parser CLI flags", "steps", "threads", "min", "dev LAS", "test UAS", "test LAS"], parsers))
 
 
 def throughput_section(workspace: Workspace) -> str:
@@ -186,6 +213,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace")) 
     sections: List[Tuple[str, str]] = [
         ("Unlabeled corpora (paper Table 1)", corpus_section(workspace)),
         ("Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)", parser_section(workspace)),
+        ("Corpus parser choices, one at a time", ablation_section()),
         ("Corpus parse throughput", throughput_section(workspace)),
         ("Pretraining", pretraining_section(workspace)),
         ("Pretraining step benchmark", benchmark_section()),

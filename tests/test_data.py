@@ -283,3 +283,21 @@ def test_parser_training_tags_follow_the_taggers_dev_confusion(data_root, tmp_pa
     dev_words = [w for s in conllu.parse(files["dev"].read_text(encoding="utf-8")) for w in s if isinstance(w["id"], int)]
     assert [w["upos"] for w in dev_words] == [w["upos"] for s in tagged for w in s if isinstance(w["id"], int)]
     assert files["tagger_dev_upos_accuracy"] < 100
+
+
+def test_parser_optimizer_flags_reach_stanzas_cli():
+    """"adam" replaces Stanza's Adadelta warm-up from the first step (and never switches back);
+    None keeps Stanza's own schedule; anything else is refused before minutes of tagger training."""
+    from stanza.models import parser as stanza_parser
+
+    from steps.parsing import ParserBudget, parser_optimizer_args
+
+    flags = parser_optimizer_args(ParserBudget(parser_optimizer="adam", parser_lr=0.002, parser_beta2=0.9))
+    parsed = stanza_parser.parse_args(["--train_file", "x", *flags])
+    assert (parsed["optim"], parsed["lr"], parsed["beta2"], parsed["second_optim"]) == ("adam", 0.002, 0.9, None)
+    defaults = stanza_parser.parse_args(["--train_file", "x", *parser_optimizer_args(ParserBudget(parser_optimizer=None))])
+    assert defaults["optim"] == "adadelta" and defaults["second_optim"] == "adam"
+    with pytest.raises(ValueError, match="parser_optimizer.*'sgd'"):
+        ParserBudget(parser_optimizer="sgd")
+    with pytest.raises(ValueError, match="parser_training_tags.*'silver'"):
+        ParserBudget(parser_training_tags="silver")
