@@ -7,7 +7,8 @@ ones `train_corpus_parser` calls (`steps.parsing`), the Stanza CLIs get the same
     # skip-gram vectors of the first 10k corpus train sentences (the pretraining cap) or of all
     python benchmarks/corpus_parser_ablation.py vectors --out /tmp/abl/v10k --max-sentences 10000
     python benchmarks/corpus_parser_ablation.py vectors --out /tmp/abl/vfull
-    # a tagger on each (dev UPOS after every 100 steps goes into the record)
+    # a tagger on each (dev UPOS after every 100 steps goes into the record); --upos-only blanks
+    # XPOS and features in its training data (ParserBudget.tagger_tags = "upos")
     python benchmarks/corpus_parser_ablation.py tagger --out /tmp/abl/tfull --vectors /tmp/abl/vfull/vectors.pt --steps 1100
     # parser variants on one tagger; anything after `--` goes to Stanza's parser CLI
     python benchmarks/corpus_parser_ablation.py parser --tagger /tmp/abl/tfull --vectors /tmp/abl/vfull/vectors.pt \\
@@ -33,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from steps.data_root import DataPath, data_root  # noqa: E402
 from steps.data_steps import split_edge_punctuation  # noqa: E402
-from steps.parsing import CorpusParser, evaluate_parser, prepare_parser_training_files  # noqa: E402
+from steps.parsing import CorpusParser, blank_columns, evaluate_parser, prepare_parser_training_files  # noqa: E402
 from steps.readers import read_conllu, read_corpus_documents, split_documents  # noqa: E402
 
 # The cpu-scale sizes of configs/scales.libsonnet.
@@ -76,18 +77,23 @@ def tagger(args) -> dict:
 
     base = ["--lang", "wo", "--shorthand", "wo_wtb", "--wordvec_pretrain_file", str(args.vectors), "--cpu",
             "--save_dir", str(args.out), "--save_name", "tagger.pt"]
+    train, dev = treebank("train"), treebank("dev")
+    if args.upos_only:  # ParserBudget.tagger_tags = "upos"
+        train = blank_columns(train, args.out / "upos_train.conllu", ("xpos", "feats"))
+        dev = blank_columns(dev, args.out / "upos_dev.conllu", ("xpos", "feats"))
     log = args.out / "tagger.log"
     handler = _log_to(log)
     start = time.perf_counter()
     stanza_tagger.main(base + ["--mode", "train", "--seed", "1234", "--eval_interval", "100", "--fix_eval_interval",
-                               "--train_file", str(treebank("train")), "--eval_file", str(treebank("dev")),
+                               "--train_file", str(train), "--eval_file", str(dev),
                                "--output_file", str(args.out / "tagger_dev.conllu"), "--max_steps", str(args.steps),
                                *COMMON_SIZES, *TAGGER_SIZES, *args.stanza_args])
     seconds = time.perf_counter() - start
-    stanza_tagger.main(base + ["--mode", "predict", "--eval_file", str(treebank("dev")),
+    stanza_tagger.main(base + ["--mode", "predict", "--eval_file", str(dev),
                                "--output_file", str(args.out / "tagger_dev.conllu")])
     _unlog(handler)
-    return {"steps": args.steps, "seconds": seconds, "dev_upos_every_100_steps": dev_upos_curve(log.read_text())}
+    return {"steps": args.steps, "upos_only": args.upos_only, "seconds": seconds,
+            "dev_upos_every_100_steps": dev_upos_curve(log.read_text())}
 
 
 def parser(args) -> dict:
@@ -141,6 +147,7 @@ def main() -> int:
     cli.add_argument("--tagger", type=Path)
     cli.add_argument("--steps", type=int, default=600)
     cli.add_argument("--max-sentences", type=int)
+    cli.add_argument("--upos-only", action="store_true", help="tagger: train on UPOS alone (XPOS and features blanked)")
     cli.add_argument("--json", type=Path, default=REPO / "docs/benchmarks/corpus_parser_ablation.jsonl")
     args = cli.parse_args(argv)
     args.stanza_args = stanza_args

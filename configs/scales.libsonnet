@@ -11,7 +11,7 @@
     word_vectors: { dim: 16, epochs: 1 },
     word_vectors_corpus: self.corpus,
     parser_budget: {
-      tagger_steps: 20, parser_steps: 20, eval_interval: 10,
+      tagger_steps: 20, parser_steps: 20, eval_interval: 10, tagger_tags: "upos", parser_layers: 2,
       tagger_hidden_dim: 32, tagger_batch_size: 50, tagger_biaffine_dim: 16, tagger_composite_biaffine_dim: 8,
       parser_hidden_dim: 32, parser_biaffine_dim: 32, parser_batch_size: 1000,
       char_hidden_dim: 16, word_emb_dim: 16, parser_optimizer: "adam",
@@ -37,19 +37,20 @@
     // The corpus parse runs at ~33 sentences/s on 2 cores (docs/RESULTS.md), so 10.5k sentences
     // take ~5 min of the 45-minute budget for one whole Wolof cell (README main command).
     corpus: { max_train_sentences: 10000, max_dev_sentences: 500 },
-    // Measured on Wolof-WTB, 2 idle cores: ~0.37 s per tagger step and ~0.53 s per parser step,
-    // so 1000+800 is ~13.5 min of the 15-minute budget. What bought what (docs/RESULTS.md):
-    // predicted UPOS limited LAS at first (600+750: UPOS 88.3, LAS 62.1); corpus word vectors and
-    // a parser trained on tagger-like tags (67.2), then Adam instead of Stanza's Adadelta warm-up
-    // (600 parser steps: 68.0 → 71.3) beat UDPipe 1's 70.15.
     // Skip-gram vectors of the whole Wolof train split (34k sentences): ~35 s, and +0.6 dev UPOS
     // for the tagger over vectors of the 10k capped sentences (93.0 vs 92.5 after 1100 steps).
     word_vectors: { dim: 100, epochs: 10 },
     word_vectors_corpus: { max_train_sentences: null, max_dev_sentences: null },
+    // Measured on Wolof-WTB, 2 idle cores (docs/RESULTS.md, "Corpus parser choices"): a UPOS-only
+    // tagger at ~0.48 s/step reaches dev UPOS 93.0 after 700 steps (5.6 min); a 2-layer parser
+    // with 100-d biaffine scorers at ~0.58 s/step gets 800 steps (7.9 min): ~14 min in all.
+    // What bought what: predicted UPOS limited LAS at first (600+750: UPOS 88.3, LAS 62.1); word
+    // vectors of the corpus and a parser trained on tagger-like tags (67.2); then Adam instead of
+    // Stanza's Adadelta warm-up (600 parser steps: 68.0 → 71.3), beating UDPipe 1's 70.15.
     parser_budget: {
-      tagger_steps: 1000, parser_steps: 800, eval_interval: 100,
+      tagger_steps: 700, parser_steps: 800, eval_interval: 100, tagger_tags: "upos",
       tagger_hidden_dim: 200, tagger_batch_size: 50, tagger_biaffine_dim: 50, tagger_composite_biaffine_dim: 20,
-      parser_hidden_dim: 200, parser_biaffine_dim: 200, parser_batch_size: 1000,
+      parser_hidden_dim: 200, parser_biaffine_dim: 100, parser_layers: 2, parser_batch_size: 1000,
       char_hidden_dim: 100, word_emb_dim: 75,
       parser_optimizer: "adam", parser_lr: 3e-3, parser_beta2: 0.95,
     },

@@ -124,7 +124,17 @@ class BiaffineDependencyParser(nn.Module):
         dep = output.dep_labels[:, 1:]
         index = heads.clamp(min=0)[..., None].expand(-1, -1, output.head_labels.shape[-1])
         head = output.head_labels.gather(1, index)
-        return self.label_bilinear(dep, head) + self.label_linear(torch.cat([dep, head], dim=-1))
+        return self.label_bilinear_scores(dep, head) + self.label_linear(torch.cat([dep, head], dim=-1))
+
+    def label_bilinear_scores(self, dep: torch.Tensor, head: torch.Tensor) -> torch.Tensor:
+        """``self.label_bilinear(dep, head)`` as two matmuls. torch's bilinear kernel expands the
+        product element-wise on CPU and took ~40% of a fine-tuning step; this is the same sum
+        (same parameters, so checkpoints are unchanged) at a fraction of the cost."""
+        weight = self.label_bilinear.weight  # (labels, dep_dim, head_dim)
+        labels, dep_dim, head_dim = weight.shape
+        dep_times_weight = dep.reshape(-1, dep_dim) @ weight.permute(1, 0, 2).reshape(dep_dim, labels * head_dim)
+        scores = torch.bmm(dep_times_weight.view(-1, labels, head_dim), head.reshape(-1, head_dim, 1))
+        return scores.view(*dep.shape[:-1], labels) + self.label_bilinear.bias
 
     def _add_loss(self, output: ParserOutput, word_mask, gold_heads, gold_labels) -> None:
         arc_log_probs = torch.log_softmax(output.arc_scores[:, 1:], dim=-1)  # (B, W, W+1)

@@ -233,6 +233,11 @@ class PretrainMicrobert(Step):
         tokenizer = load_tokenizer(tokenizer_dir)
         xpos_labels = list(data["xpos_labels"])
         train_rows, dev_rows = data["train"], evenly_spaced(data["dev"], config.max_validation_rows)
+        if config.xpos_from_silver_rows and "X" in condition:
+            labels = set(xpos_labels)
+            if not any(tag in labels for row in train_rows if not row["tree_is_gold"][0] for tag in row["xpos"]):
+                raise ValueError("xpos_from_silver_rows=True, but the parsed corpus carries no XPOS tag of the treebank "
+                                 "(was its tagger trained with ParserBudget.tagger_tags='upos'?)")
         collator = PretrainingCollator(
             tokenizer, xpos_labels, xpos_from_silver_rows=config.xpos_from_silver_rows, mlm_probability=config.mlm_probability
         )

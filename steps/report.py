@@ -69,12 +69,15 @@ def parser_section(workspace: Workspace) -> str:
         tags = "all" if parser["backend"] == "udpipe" or b.get("parser_uses_feats", True) else ("UPOS+XPOS" if b.get("parser_uses_xpos") else "UPOS")
         optimizer = "—" if parser["backend"] == "udpipe" else (b.get("parser_optimizer") or "Stanza's")
         vectors = "—" if parser["backend"] == "udpipe" else ("corpus" if parser.get("word_vectors") else "none")
-        rows.append((parser["language"], parser["backend"], steps, tags, vectors, optimizer, t["tagger_seconds"] / 60,
+        learns = "—" if parser["backend"] == "udpipe" else ("UPOS" if b.get("tagger_tags") == "upos" else "all tags")
+        layers = "—" if parser["backend"] == "udpipe" else f"{b.get('parser_layers', 3)}×{b['parser_hidden_dim']}, biaffine {b['parser_biaffine_dim']}"
+        rows.append((parser["language"], parser["backend"], steps, learns, tags, layers, vectors, optimizer, t["tagger_seconds"] / 60,
                      t["parser_seconds"] / 60, m["test_upos_accuracy"], m["dev_las"], m["test_uas"], m["test_las"]))
     note = (f"Test scores use the parser's own predicted tags; UAS/LAS exclude gold PUNCT and SYM. "
             f"UDPipe 1 on Wolof-WTB reaches {UDPIPE_WOLOF_LAS} test LAS here (about 7.5 min of training).\n\n")
     return note + markdown_table(
-        ["language", "backend", "steps (tagger+parser)", "parser sees tags", "word vectors", "parser optimizer", "tagger min",
+        ["language", "backend", "steps (tagger+parser)", "tagger learns", "parser sees tags", "parser LSTM", "word vectors",
+         "parser optimizer", "tagger min",
          "parser min", "test UPOS", "dev LAS", "test UAS", "test LAS"], rows
     )
 

@@ -301,3 +301,20 @@ def test_parser_optimizer_flags_reach_stanzas_cli():
         ParserBudget(parser_optimizer="sgd")
     with pytest.raises(ValueError, match="parser_training_tags.*'silver'"):
         ParserBudget(parser_training_tags="silver")
+    with pytest.raises(ValueError, match="tagger_tags='upos'.*parser_uses_xpos"):
+        ParserBudget(tagger_tags="upos", parser_uses_xpos=True)
+
+
+def test_upos_only_tagger_data_keeps_upos_and_blanks_the_rest(data_root, tmp_path):
+    import conllu
+
+    from steps.parsing import blank_columns
+
+    source = data_root / "wolof/ud/wo_wtb-ud-dev.conllu"
+    blanked = conllu.parse(blank_columns(source, tmp_path / "dev.conllu", ("xpos", "feats")).read_text(encoding="utf-8"))
+    original = conllu.parse(source.read_text(encoding="utf-8"))
+    assert len(blanked) == len(original)
+    pairs = [(b, o) for bs, os_ in zip(blanked, original) for b, o in zip(bs, os_)]
+    assert all(b["form"] == o["form"] and b["upos"] == o["upos"] and b["head"] == o["head"] for b, o in pairs)
+    assert all(b["xpos"] is None and b["feats"] is None for b, _ in pairs)
+    assert any(o["xpos"] is not None for _, o in pairs)

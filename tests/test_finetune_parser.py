@@ -110,6 +110,17 @@ def test_parser_loss_and_decode_shapes(plain_encoder):
     check_tree(heads[0], "decoded sentence")
 
 
+def test_label_scores_match_torch_bilinear():
+    """The two-matmul label scorer is exactly nn.Bilinear (same parameters, same sums)."""
+    torch.manual_seed(0)
+    bilinear = torch.nn.Bilinear(6, 6, 7)
+    holder = type("Holder", (), {})()
+    holder.label_bilinear = bilinear
+    dep, head = torch.randn(3, 5, 6), torch.randn(3, 5, 6)
+    ours = BiaffineDependencyParser.label_bilinear_scores(holder, dep, head)
+    assert torch.allclose(ours, bilinear(dep, head), atol=1e-5)
+
+
 def test_bucketed_batches_cover_every_sentence_once():
     lengths = [5, 40, 7, 38, 6, 41, 20, 21, 22]
     batches = bucketed_batches(lengths, 3, torch.Generator().manual_seed(0))

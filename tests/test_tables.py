@@ -100,3 +100,15 @@ def test_aggregate_refuses_mixed_cells():
         AggregateCell().run([one, dict(one, row="MX", seed=2)])
     with pytest.raises(ValueError, match="repeated seeds"):
         AggregateCell().run([one, dict(one)])
+
+
+def test_every_experiment_file_builds_a_step_graph():
+    """Each experiment file evaluates with the builder and names only registered step types
+    (a scale block missing a field fails here, not twenty minutes into a run)."""
+    files = sorted(tables.REPO.joinpath("experiments").rglob("*.jsonnet"))
+    assert len(files) > 100
+    registered = set(Step.list_available())
+    for path in files:
+        config = Params.from_file(path).as_dict(quiet=True)
+        for name, step in config["steps"].items():
+            assert step["type"] in registered, f"{path.name}: step {name} has unknown type {step['type']}"
