@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import sys
@@ -31,6 +30,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from records import append_record  # noqa: E402  (benchmarks/records.py, beside this script)
 
 from steps.data_root import DataPath, data_root  # noqa: E402
 from steps.data_steps import split_edge_punctuation  # noqa: E402
@@ -155,10 +156,8 @@ def main() -> int:
     record = {"vectors": vectors, "tagger": tagger, "parser": parser}[args.command](args)
     record = {"command": args.command, "out": args.out.name, "vectors": args.vectors and args.vectors.parent.name,
               "tagger": args.tagger and args.tagger.name, "max_sentences": args.max_sentences, "stanza_args": stanza_args,
-              "threads": os.environ.get("OMP_NUM_THREADS", "all"), **record}
-    with open(args.json, "a") as f:
-        f.write(json.dumps(record) + "\n")
-    print(json.dumps(record))
+              **record}
+    append_record(args.json, record)
     return 0
 
 

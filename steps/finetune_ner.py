@@ -37,9 +37,9 @@ import torch
 from tango import Step
 from tango.common import FromParams, Tqdm
 
+from .batching import bucketed_batches
 from .data_root import DataError, DataPath, iter_lines
 from .encoders import collate_word_features, encode_words_batch, encoder_uses_sla, load_encoder
-from .finetune_parser import bucketed_batches
 from .formats import DirectoryFormat
 from .pretrain import derived_seed
 from .runtime import torch_threads

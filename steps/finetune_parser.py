@@ -26,6 +26,7 @@ import torch
 from tango import Step
 from tango.common import FromParams, Tqdm
 
+from .batching import bucketed_batches
 from .data_root import DataError, DataPath
 from .encoders import SLA_PARSE_MODES, collate_word_features, encode_words_batch, encoder_uses_sla, load_encoder
 from .formats import DirectoryFormat
@@ -115,16 +116,6 @@ def make_batch(split: Split, indices: Sequence[int]) -> Dict[str, torch.Tensor]:
             gold_labels[row, :n] = torch.tensor(split.label_ids[i])
     batch["gold_heads"], batch["gold_labels"] = gold_heads, gold_labels
     return batch
-
-
-def bucketed_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator) -> List[List[int]]:
-    """One pass of batches of similar length in random order (AllenNLP's bucket sampler): sort by
-    length plus ±10% noise, cut into batches, shuffle the batches. Less padding → faster LSTM."""
-    noise = torch.rand(len(lengths), generator=generator) * 0.2 - 0.1
-    keys = torch.tensor(lengths, dtype=torch.float) * (1 + noise)
-    order = torch.argsort(keys).tolist()
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
 class EpochBatches:

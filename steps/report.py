@@ -83,6 +83,21 @@ def parser_section(workspace: Workspace) -> str:
 
 
 ABLATION_JSONL = Path("docs/benchmarks/corpus_parser_ablation.jsonl")
+PRETRAIN_ABLATION_JSONL = Path("docs/benchmarks/pretrain_ablation.jsonl")
+
+
+def pretrain_ablation_section(path: Path = PRETRAIN_ABLATION_JSONL) -> str:
+    """Pretraining settings on one cached dataset (benchmarks/pretrain_ablation.py), if recorded."""
+    if not path.exists():
+        return "_not recorded: see benchmarks/pretrain_ablation.py_\n"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [(r["experiment"], r["condition"], r["batch_size"], r["max_steps"], f"{r['lr']:g}", "yes" if r["bucket_by_length"] else "no",
+             r["threads"], r["minutes"], ", ".join(f"{step}: {loss:.2f}" for step, loss in r["dev_mlm_loss"].items()))
+            for r in records]
+    return ("Recorded by `benchmarks/pretrain_ablation.py` on one cached Wolof dataset (runs with 1 thread ran two side by "
+            "side, so their minutes are not comparable).\n\n"
+            + markdown_table(["experiment", "condition", "batch", "steps", "lr", "length buckets", "threads", "min",
+                              "dev MLM loss (step: loss)"], rows))
 
 
 def ablation_section(path: Path = ABLATION_JSONL) -> str:
@@ -219,6 +234,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace")) 
         ("Corpus parser choices, one at a time", ablation_section()),
         ("Corpus parse throughput", throughput_section(workspace)),
         ("Pretraining", pretraining_section(workspace)),
+        ("Pretraining settings, one at a time", pretrain_ablation_section()),
         ("Pretraining step benchmark", benchmark_section()),
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),

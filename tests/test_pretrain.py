@@ -127,6 +127,23 @@ def test_gradient_accumulation_sees_every_micro_batch_once_per_epoch():
     assert order.indices(5) != order.indices(0) or order.indices(6) != order.indices(1)
 
 
+def test_length_buckets_are_full_similar_and_the_same_after_a_restart():
+    lengths = [3 + (i * 7919) % 60 for i in range(103)]
+    order = BatchOrder(num_rows=103, batch_size=8, seed=5, lengths=lengths)
+    epoch = [order.indices(micro) for micro in range(order.batches_per_epoch)]
+    flat = [i for batch in epoch for i in batch]
+    assert all(len(batch) == 8 for batch in epoch) and len(flat) == len(set(flat)) == 96  # 103 % 8 rows dropped
+    # Within a batch, lengths differ by at most the ±10% noise plus one sorted neighbour's gap.
+    assert max(max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in epoch) <= 12
+    # Uniform batches of the same rows would spread over most of the 3..62 range.
+    uniform = BatchOrder(num_rows=103, batch_size=8, seed=5)
+    assert max(max(lengths[i] for i in uniform.indices(m)) - min(lengths[i] for i in uniform.indices(m)) for m in range(12)) > 30
+    # A resumed run rebuilds the order from (seed, micro-batch) alone.
+    again = BatchOrder(num_rows=103, batch_size=8, seed=5, lengths=lengths)
+    assert again.indices(13) == order.indices(13) and again.indices(2) == epoch[2]
+    assert order.indices(order.batches_per_epoch) != epoch[0]  # the next epoch is a new draw
+
+
 def test_validation_subset_keeps_the_gold_rows_at_the_end():
     rows = list(range(100))
     subset = evenly_spaced(rows, 10)
