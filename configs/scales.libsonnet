@@ -77,6 +77,9 @@
       ner: { epochs: 20, patience: 20, encoder_lr: 1e-4 },
       // PrOnto (Spanish sample, random-init µB): lr 1e-3 collapses to the majority class on the
       // imbalanced sentence_mood, 3e-4 learns; 2000 train rows and 4 epochs keep a task ~1-2 min.
+      // sentence_mood (92 % declarative) stays at the majority baseline on this random-init
+      // encoder: 2000 rows, 8 epochs: dev accuracy peaks at 92.7, the dev-loss pick (epoch 3)
+      // scores 91.70 on test vs 91.84 majority; all 5.8k rows, 4 epochs: 91.15 (pick: epoch 2).
       pronto: { lr: 3e-4, epochs: 4, max_train_rows: 2000, max_length: 256 },
       pronto_sentence_mood: { epochs: 8 },
     },
