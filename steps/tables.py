@@ -273,8 +273,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     files = args.experiments or sorted((REPO / "experiments").rglob("*.jsonnet"))
     cells, problems = collect_cells(files, args.workspace)
+    # One line per distinct error: a missing treebank otherwise prints once per condition and scale.
+    files_by_error: Dict[str, List[str]] = {}
     for problem in problems:
-        print(f"skipped {problem}", file=sys.stderr)
+        path, _, error = problem.partition(": ")
+        files_by_error.setdefault(error, []).append(Path(path).name)
+    for error, names in files_by_error.items():
+        shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+        print(f"skipped {len(names)} experiment file(s) ({shown}): {error}", file=sys.stderr)
     if args.scale:
         cells = [c for c in cells if c.scale in args.scale]
     cached = [c for c in cells if c.result]
