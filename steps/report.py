@@ -88,11 +88,16 @@ ABLATION_JSONL = Path("docs/benchmarks/corpus_parser_ablation.jsonl")
 PRETRAIN_ABLATION_JSONL = Path("docs/benchmarks/pretrain_ablation.jsonl")
 
 
+def read_jsonl(path: Path) -> List[Dict]:
+    """The records a benchmark appended to ``path`` (benchmarks/records.py), one JSON object per line."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def pretrain_ablation_section(path: Path = PRETRAIN_ABLATION_JSONL) -> str:
     """Pretraining settings on one cached dataset (benchmarks/pretrain_ablation.py), if recorded."""
     if not path.exists():
         return "_not recorded: see benchmarks/pretrain_ablation.py_\n"
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = read_jsonl(path)
     rows = [(r["experiment"], r["condition"], r["batch_size"], r["max_steps"], f"{r['lr']:g}", "yes" if r["bucket_by_length"] else "no",
              r["threads"], r["minutes"], ", ".join(f"{step}: {loss:.2f}" for step, loss in r["dev_mlm_loss"].items()))
             for r in records]
@@ -106,7 +111,7 @@ def ablation_section(path: Path = ABLATION_JSONL) -> str:
     """What each corpus-parser choice bought (benchmarks/corpus_parser_ablation.py), if recorded."""
     if not path.exists():
         return f"_not recorded: see benchmarks/corpus_parser_ablation.py_\n"
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = read_jsonl(path)
     vectors = {r["out"]: r for r in records if r["command"] == "vectors"}
 
     def vectors_label(name):

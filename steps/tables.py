@@ -74,8 +74,9 @@ def paper_values(paper: dict, table: str) -> Tuple[List[str], List[str], Dict[st
     return list(spec["columns"]), list(conditions), spec["rows"]
 
 
-def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path) -> Tuple[List[Cell], List[str]]:
-    """Every aggregate_cell of the experiment files, with its cached result if there is one."""
+def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path) -> Tuple[List[Cell], List[Tuple[Path, str]]]:
+    """Every aggregate_cell of the experiment files, with its cached result if there is one, and
+    the (file, error) of each experiment file that could not be built."""
     import steps  # noqa: F401  (registers the step classes)
     from tango.common import Params
     from tango.step_graph import StepGraph
@@ -85,13 +86,13 @@ def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path) -> Tupl
 
     workspace = LocalWorkspace(workspace_dir)
     cells: Dict[Tuple[str, str, str, str], Cell] = {}
-    problems: List[str] = []
+    problems: List[Tuple[Path, str]] = []
     for path in experiment_files:
         try:
             params = Params.from_file(path, ext_vars=dict(os.environ))
             graph = StepGraph.from_params(params.pop("steps"))
         except Exception as error:  # a broken or data-less experiment must not hide the others
-            problems.append(f"{path}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+            problems.append((Path(path), f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
             continue
         for step in graph.values():
             if not isinstance(step, AggregateCell):
@@ -275,9 +276,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cells, problems = collect_cells(files, args.workspace)
     # One line per distinct error: a missing treebank otherwise prints once per condition and scale.
     files_by_error: Dict[str, List[str]] = {}
-    for problem in problems:
-        path, _, error = problem.partition(": ")
-        files_by_error.setdefault(error, []).append(Path(path).name)
+    for path, error in problems:
+        files_by_error.setdefault(error, []).append(path.name)
     for error, names in files_by_error.items():
         shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
         print(f"skipped {len(names)} experiment file(s) ({shown}): {error}", file=sys.stderr)
