@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .word_encoder import WordEncoder, run_packed_lstm
+from .word_encoder import BiLSTM, WordEncoder
 
 
 @dataclass
@@ -61,10 +61,7 @@ class BiaffineDependencyParser(nn.Module):
         super().__init__()
         self.word_encoder = WordEncoder(encoder)
         self.input_dropout = nn.Dropout(input_dropout)
-        self.lstm = nn.LSTM(
-            self.word_encoder.output_dim, lstm_hidden, num_layers=lstm_layers, batch_first=True,
-            bidirectional=True, dropout=dropout if lstm_layers > 1 else 0.0,
-        )
+        self.lstm = BiLSTM(self.word_encoder.output_dim, lstm_hidden, num_layers=lstm_layers, dropout=dropout)
         encoded_dim = 2 * lstm_hidden
         self.encoded_dropout = nn.Dropout(dropout)
         # ROOT is a learned vector in the LSTM's output space, as AllenNLP's head sentinel: the
@@ -89,7 +86,7 @@ class BiaffineDependencyParser(nn.Module):
     def encode(self, input_ids, attention_mask, word_spans, word_mask, heads=None) -> Tuple[torch.Tensor, torch.Tensor]:
         """(B, W+1, 2·hidden) contextual word vectors with ROOT at 0, and the (B, W+1) mask."""
         words = self.input_dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads))
-        encoded = run_packed_lstm(self.lstm, words, word_mask)
+        encoded = self.lstm(words, word_mask)
         root = self.root.expand(encoded.shape[0], 1, -1)
         encoded = self.encoded_dropout(torch.cat([root, encoded], dim=1))
         mask = torch.cat([torch.ones_like(word_mask[:, :1]), word_mask], dim=1)

@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torchcrf import CRF
 
-from .word_encoder import WordEncoder, run_packed_lstm
+from .word_encoder import BiLSTM, WordEncoder
 
 OUTSIDE = "O"
 
@@ -116,10 +116,7 @@ class CrfTagger(nn.Module):
         features = self.word_encoder.output_dim
         self.lstm = None
         if lstm_layers > 0:
-            self.lstm = nn.LSTM(
-                features, lstm_hidden, num_layers=lstm_layers, batch_first=True, bidirectional=True,
-                dropout=lstm_dropout if lstm_layers > 1 else 0.0,
-            )
+            self.lstm = BiLSTM(features, lstm_hidden, num_layers=lstm_layers, dropout=lstm_dropout)
             features = 2 * lstm_hidden
         self.emission_layer = nn.Linear(features, len(self.labels))
         self.crf = BioulCrf(self.labels)
@@ -135,7 +132,7 @@ class CrfTagger(nn.Module):
         """(B, W, num_labels) tag scores per word."""
         words = self.dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads))
         if self.lstm is not None:
-            words = self.dropout(run_packed_lstm(self.lstm, words, word_mask))
+            words = self.dropout(self.lstm(words, word_mask))
         return self.emission_layer(words)
 
     def forward(self, tags: Optional[torch.Tensor] = None, **batch: torch.Tensor) -> Dict[str, torch.Tensor]:

@@ -110,6 +110,30 @@ def test_parser_loss_and_decode_shapes(plain_encoder):
     check_tree(heads[0], "decoded sentence")
 
 
+def test_bilstm_on_padded_words_equals_torch_bidirectional_lstm_on_packed_words():
+    """models.word_encoder.BiLSTM (per-direction LSTMs on padded input, fast oneDNN path) computes
+    what nn.LSTM(bidirectional) computes on a packed sequence, given the same weights: padding
+    never leaks into real words in either direction, and padded positions come out as zeros."""
+    from models.word_encoder import BiLSTM, reverse_words, run_packed_lstm
+
+    torch.manual_seed(0)
+    reference = torch.nn.LSTM(6, 5, num_layers=2, batch_first=True, bidirectional=True)
+    ours = BiLSTM(6, 5, num_layers=2)
+    for layer, modules in enumerate(ours.layers):
+        for direction, suffix in (("left_to_right", ""), ("right_to_left", "_reverse")):
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                getattr(modules[direction], f"{name}_l0").data.copy_(getattr(reference, f"{name}_l{layer}{suffix}"))
+    words = torch.randn(4, 7, 6)
+    word_mask = torch.arange(7)[None, :] < torch.tensor([7, 3, 5, 1])[:, None]
+    words_with_other_padding = torch.where(word_mask[..., None], words, torch.randn(4, 7, 6))
+    expected = run_packed_lstm(reference, words, word_mask)
+    assert torch.allclose(ours(words, word_mask), expected, atol=1e-6)
+    assert torch.allclose(ours(words_with_other_padding, word_mask), expected, atol=1e-6)
+    assert not ours(words, word_mask)[~word_mask].any()
+    assert torch.equal(reverse_words(reverse_words(words, word_mask), word_mask), words)
+    assert torch.equal(reverse_words(words, word_mask)[1, :3], words[1, [2, 1, 0]])
+
+
 def test_label_scores_match_torch_bilinear():
     """The two-matmul label scorer is exactly nn.Bilinear (same parameters, same sums)."""
     torch.manual_seed(0)
