@@ -168,26 +168,54 @@ local pronto_tables = {
       },
     }, std.objectFields(pronto_tables), {}),
 
-  // The real PrOnto sample here is Spanish, a language with no corpus in the shared data: a
-  // WordPiece vocabulary from the sample's train texts, and a random-init µBERT over it.
-  pronto_sample_experiment(scale, pronto_data="pronto_sample_spanish", seeds=[42])::
+  // The real PrOnto sample here is Spanish, a language with no corpus in the shared data. Its
+  // texts stand in for one: the train files' texts, minus every text that also occurs in a dev or
+  // test file of a task with training data (PrOnto's tasks share verses across their splits),
+  // deduplicated, every 20th held out as pretraining dev rows. They give the WordPiece vocabulary
+  // of both encoders: `encoder` "random-init" (the control) or "M" (a µBERT pretrained with MLM
+  // on those texts, `pronto_pretrain` of the scale on top of its pretraining settings).
+  pronto_sample_experiment(scale, pronto_data="pronto_sample_spanish", seeds=[42], encoder="random-init")::
+    assert std.member(["random-init", "M"], encoder) : "pronto_sample_experiment: encoder must be random-init or M, not " + encoder;
+    local s = scales[scale];
     local with_train = ["nonpronominal_mention", "proper_noun_subject", "sentence_mood"];
+    local task_file(task, split) = data(pronto_data + "/" + task + "_" + split + ".tsv");
     {
       steps: {
         texts: {
           type: "pronto_texts",
-          files: [data(pronto_data + "/" + task + "_train.tsv") for task in with_train],
+          files: [task_file(task, "train") for task in with_train],
           tasks: with_train,
+          exclude_files: [task_file(task, split) for task in with_train for split in ["dev", "test"]],
+          exclude_tasks: [task for task in with_train for split in ["dev", "test"]],
+          dedupe: true,
+          dev_every: 20,
         },
         tokenizer: { type: "train_tokenizer", corpus: ref("texts") },
+      } + (if encoder == "random-init" then {
         random_encoder: {
           type: "random_init_encoder",
           tokenizer: ref("tokenizer"),
-          model: scales[scale].pretrain.model,
+          model: s.pretrain.model,
           seed: seeds[0],
         },
-      } + $.pronto_steps("spanish", scale, ref("random_encoder"), "random-init", seeds, pronto_data,
-                         pronto_missing_train=["same_sense", "same_arg_count"]),
+      } else {
+        pretraining_data: {
+          type: "build_mlm_pretraining_data",
+          corpus: ref("texts"),
+          tokenizer: ref("tokenizer"),
+          max_length: s.max_length,
+        },
+        pretrained_model: {
+          type: "pretrain_microbert",
+          pretraining_data: ref("pretraining_data"),
+          tokenizer: ref("tokenizer"),
+          condition: "M",
+          model: s.pretrain.model,
+          training: s.pretrain.training + s.pronto_pretrain + { seed: seeds[0] },
+        },
+      }) + $.pronto_steps("spanish", scale, ref(if encoder == "M" then "pretrained_model" else "random_encoder"),
+                          if encoder == "M" then "M" else "random-init", seeds, pronto_data,
+                          pronto_missing_train=["same_sense", "same_arg_count"]),
     },
 
   // The paper's Table 2 conditions (SPEC §C): M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree

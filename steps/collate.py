@@ -68,7 +68,7 @@ class PretrainingCollator:
             raise ValueError("cannot collate an empty batch")
         batch_size = len(instances)
         length = max(len(row["input_ids"]) for row in instances)
-        words = max(len(row["xpos"]) for row in instances)
+        words = max(len(row["token_spans"]) - 2 for row in instances)
 
         input_ids = torch.zeros(batch_size, length, dtype=torch.long)
         attention_mask = torch.zeros(batch_size, length, dtype=torch.long)
@@ -79,22 +79,25 @@ class PretrainingCollator:
         tree_is_gold = torch.zeros(batch_size, dtype=torch.long)
 
         for b, row in enumerate(instances):
-            ids, head = row["input_ids"], row["head"]
-            if len(head) != len(ids) - 2 or len(row["token_spans"]) != len(row["xpos"]) + 2:
+            ids = row["input_ids"]
+            # MLM-only rows (steps.inputs.make_mlm_instances) have no tree and no tags.
+            head, tags = row.get("head", []), row.get("xpos")
+            if ("head" in row and len(head) != len(ids) - 2) or (tags is not None and len(row["token_spans"]) != len(tags) + 2):
                 raise ValueError(
                     f"malformed instance {b}: {len(ids)} input ids, {len(head)} heads, "
-                    f"{len(row['token_spans'])} spans, {len(row['xpos'])} words"
+                    f"{len(row['token_spans'])} spans, {'no' if tags is None else len(tags)} words"
                 )
             input_ids[b, : len(ids)] = torch.tensor(ids, dtype=torch.long)
             attention_mask[b, : len(ids)] = 1
-            heads[b, 1 : len(head) + 1] = torch.tensor(head, dtype=torch.long)
+            if head:
+                heads[b, 1 : len(head) + 1] = torch.tensor(head, dtype=torch.long)
             token_spans[b, : len(row["token_spans"])] = torch.tensor(row["token_spans"], dtype=torch.long)
-            word_count[b] = len(row["xpos"])
+            word_count[b] = len(row["token_spans"]) - 2
             gold = bool(row["tree_is_gold"][0])
             tree_is_gold[b] = int(gold)
-            if gold or self.xpos_from_silver_rows:
-                tags = [self.xpos_index.get(tag, IGNORE_INDEX) for tag in row["xpos"]]
-                xpos[b, : len(tags)] = torch.tensor(tags, dtype=torch.long)
+            if tags is not None and (gold or self.xpos_from_silver_rows):
+                ids_of_tags = [self.xpos_index.get(tag, IGNORE_INDEX) for tag in tags]
+                xpos[b, : len(ids_of_tags)] = torch.tensor(ids_of_tags, dtype=torch.long)
 
         corrupted, labels = self._mask(input_ids, seed)
         return {

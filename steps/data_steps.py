@@ -24,7 +24,7 @@ from tango.format import DillFormat, JsonFormat
 
 from .data_root import DataError, DataPath
 from .formats import DirectoryFormat
-from .inputs import make_instances, mix_in_treebank
+from .inputs import make_instances, make_mlm_instances, mix_in_treebank
 from .languages import get_language
 from .parsing import CorpusParser, ParserBudget, evaluate_parser, train_stanza, train_udpipe
 from .readers import read_conllu, read_corpus_documents, split_documents
@@ -193,7 +193,15 @@ class ParseCorpus(Step):
 @Step.register("train_tokenizer")
 class TrainTokenizer(Step):
     """WordPiece vocabulary on the corpus train split (SPEC §B); size from the type count unless
-    given. Result: a directory loadable with ``AutoTokenizer.from_pretrained``."""
+    given. Result: a directory loadable with ``AutoTokenizer.from_pretrained``.
+
+    Caveat: the `tokenizers` WordPiece trainer is not deterministic across processes: it numbers
+    "##" pieces in hash-map order and breaks ties between equally frequent merges by those numbers
+    (huggingface/tokenizers#1794, fix proposed in #2066). Two trainings on the Spanish PrOnto texts
+    gave vocabularies differing in 6 of 8000 pieces. The step stays DETERMINISTIC for Tango, which
+    would otherwise never reuse its cache entry; everything downstream reads the cached vocabulary,
+    so results reproduce from a workspace, and a fresh one can differ slightly in its vocabulary.
+    """
 
     DETERMINISTIC = True
     CACHEABLE = True
@@ -255,4 +263,34 @@ class BuildPretrainingData(Step):
         xpos_counts = Counter(tag for r in result["train"] if r["tree_is_gold"][0] for tag in r["xpos"])
         result["xpos_labels"] = sorted(xpos_counts)
         self.logger.info("pretraining data: %s", json.dumps(result["stats"]))
+        return result
+
+
+@Step.register("build_mlm_pretraining_data")
+class BuildMlmPretrainingData(Step):
+    """Model inputs for MLM-only pretraining (condition M) from text nobody parsed: a corpus-shaped
+    ``{"train": [[word]], "dev": [[word]]}`` (``load_corpus`` or ``pronto_texts``) tokenized with
+    the vocabulary. No trees, no tags and no treebank mix, so ``pretrain_microbert`` refuses any
+    condition but M on it (``"trees": False``).
+
+    Result: like ``build_pretraining_data``'s, with ``xpos_labels`` empty.
+    """
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DillFormat("gz")
+
+    def run(self, corpus: Dict[str, Any], tokenizer: Path, max_length: int = 128) -> Dict[str, Any]:  # type: ignore[override]
+        subword_tokenizer = load_tokenizer(tokenizer)
+        result: Dict[str, Any] = {"stats": {}, "xpos_labels": [], "trees": False}
+        for split in ("train", "dev"):
+            rows = make_mlm_instances(subword_tokenizer, corpus.get(split) or [], max_length, f"MLM text ({split})")
+            if not rows:
+                raise DataError(f"build_mlm_pretraining_data: no {split} text left after tokenization "
+                                f"({len(corpus.get(split) or [])} {split} sentences, max_length={max_length})")
+            result[split] = rows
+            result["stats"][f"{split}_rows"] = len(rows)
+            result["stats"][f"{split}_subwords"] = sum(len(r["input_ids"]) - 2 for r in rows)
+        self.logger.info("MLM pretraining data: %s", json.dumps(result["stats"]))
         return result

@@ -17,6 +17,9 @@ xpos                W           word-level XPOS strings
 tree_is_gold        1           1 for treebank rows (gold trees and tags), 0 for parsed corpus rows
 ==================  ==========  =====================================================================
 
+MLM-only instances (:func:`make_mlm_instances`, for text nobody parsed) carry only input_ids,
+token_spans and tree_is_gold; the collator gives them no heads and no tags.
+
 ``attention_mask`` and ``token_type_ids`` are made by the collator (all ones / zeros before
 padding), so they are not stored.
 """
@@ -56,10 +59,10 @@ def expand_tree(word_spans: Sequence[Tuple[int, int]], heads: Sequence[int], dep
     return head, deprel
 
 
-def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, where: str) -> Optional[Instance]:
-    """Tokenize one parsed sentence into an instance, or None if its subwords exceed
-    ``max_length - 2`` (the caller counts these; SPEC §A.4/§A.7 discard truncated trees)."""
-    pieces = encode_words(tokenizer, sentence["tokens"])
+def _subword_layout(tokenizer, words: Sequence[str], max_length: int):
+    """(input_ids, word spans, token_spans with [CLS]/[SEP] entries) of one sentence, or None if
+    its subwords exceed ``max_length - 2``."""
+    pieces = encode_words(tokenizer, words)
     if sum(len(p) for p in pieces) > max_length - 2:
         return None
     spans: List[Tuple[int, int]] = []
@@ -67,12 +70,22 @@ def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, wh
     for word_pieces in pieces:
         spans.append((position, position + len(word_pieces) - 1))
         position += len(word_pieces)
+    input_ids = [tokenizer.cls_token_id] + list(itertools.chain.from_iterable(pieces)) + [tokenizer.sep_token_id]
+    return input_ids, spans, [(0, 0)] + spans + [(position, position)]
+
+
+def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, where: str) -> Optional[Instance]:
+    """Tokenize one parsed sentence into an instance, or None if its subwords exceed
+    ``max_length - 2`` (the caller counts these; SPEC §A.4/§A.7 discard truncated trees)."""
+    layout = _subword_layout(tokenizer, sentence["tokens"], max_length)
+    if layout is None:
+        return None
+    input_ids, spans, token_spans = layout
     check_tree(sentence["head"], where)
     head, deprel = expand_tree(spans, sentence["head"], sentence["deprel"])
-    n = position - 1
     return {
-        "input_ids": [tokenizer.cls_token_id] + list(itertools.chain.from_iterable(pieces)) + [tokenizer.sep_token_id],
-        "token_spans": [(0, 0)] + spans + [(n + 1, n + 1)],
+        "input_ids": input_ids,
+        "token_spans": token_spans,
         "head": head,
         "deprel": deprel,
         "orig_head": list(sentence["head"]),
@@ -80,6 +93,22 @@ def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, wh
         "xpos": list(sentence["xpos"]),
         "tree_is_gold": [1 if gold else 0],
     }
+
+
+def make_mlm_instances(tokenizer, sentences: Sequence[Sequence[str]], max_length: int, name: str) -> List[Instance]:
+    """Instances of unparsed sentences (lists of words) for MLM-only pretraining: input_ids,
+    token_spans and tree_is_gold 0, no tree and no tags. Sentences longer than ``max_length - 2``
+    subwords are dropped and counted, as in :func:`make_instances`."""
+    instances = []
+    for words in sentences:
+        layout = _subword_layout(tokenizer, words, max_length)
+        if layout is not None:
+            input_ids, _, token_spans = layout
+            instances.append({"input_ids": input_ids, "token_spans": token_spans, "tree_is_gold": [0]})
+    dropped = len(sentences) - len(instances)
+    if dropped:
+        logger.info("%s: dropped %d of %d sentences longer than %d subwords", name, dropped, len(sentences), max_length - 2)
+    return instances
 
 
 def make_instances(tokenizer, sentences: Sequence[Sentence], gold: bool, max_length: int, name: str) -> List[Instance]:

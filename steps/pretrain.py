@@ -250,6 +250,9 @@ class PretrainMicrobert(Step):
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         tokenizer = load_tokenizer(tokenizer_dir)
         xpos_labels = list(data["xpos_labels"])
+        if not data.get("trees", True) and condition != "M":
+            raise ValueError(f"condition {condition} needs parsed trees and gold tags, but this pretraining data is "
+                             "MLM-only (build_mlm_pretraining_data); use condition M or build_pretraining_data")
         train_rows, dev_rows = data["train"], evenly_spaced(data["dev"], config.max_validation_rows)
         if config.xpos_from_silver_rows and "X" in condition:
             labels = set(xpos_labels)

@@ -454,24 +454,63 @@ __all__ = [
 @Step.register("pronto_texts")
 class PrOntoTexts(Step):
     """The whitespace-tokenized texts of PrOnto train files, shaped like a ``load_corpus`` result
-    (``{"train": [[token, ...], ...], "dev": []}``) so ``train_tokenizer`` can build a vocabulary
-    for a language that has PrOnto data but no corpus here (the Spanish sample)."""
+    (``{"train": [[token, ...], ...], "dev": [...]}``) so ``train_tokenizer`` can build a vocabulary,
+    and ``build_mlm_pretraining_data`` MLM rows, for a language that has PrOnto data but no corpus
+    here (the Spanish sample).
+
+    PrOnto's tasks annotate the same verses with different splits, so a verse of one task's test
+    file is often a training verse of another's. ``exclude_files`` (with ``exclude_tasks``, their
+    task names) drops every text that occurs in them, e.g. all dev and test files, so that an
+    encoder pretrained on these texts has never seen an evaluation text. ``dedupe`` keeps the first
+    copy of a repeated text; ``dev_every`` moves every k-th kept text to ``dev`` (validation rows
+    for pretraining). Every dropped or moved text is counted in the log and in ``stats``.
+    """
 
     DETERMINISTIC = True
     CACHEABLE = True
-    VERSION = "001"
+    VERSION = "002"  # 002: exclude_files, dedupe, dev_every and stats
 
-    def run(self, files: List[DataPath], tasks: List[str]) -> Dict[str, Any]:  # type: ignore[override]
+    def run(  # type: ignore[override]
+        self,
+        files: List[DataPath],
+        tasks: List[str],
+        exclude_files: Optional[List[DataPath]] = None,
+        exclude_tasks: Optional[List[str]] = None,
+        dedupe: bool = False,
+        dev_every: int = 0,
+    ) -> Dict[str, Any]:
         if len(files) != len(tasks):
             raise ValueError(f"pronto_texts: {len(files)} files but {len(tasks)} task names")
-        sentences: List[List[str]] = []
+        exclude_files, exclude_tasks = exclude_files or [], exclude_tasks or []
+        if len(exclude_files) != len(exclude_tasks):
+            raise ValueError(f"pronto_texts: {len(exclude_files)} exclude_files but {len(exclude_tasks)} exclude_tasks")
+        if dev_every < 0 or dev_every == 1:
+            raise ValueError(f"pronto_texts: dev_every must be 0 (no dev texts) or at least 2, not {dev_every}")
+        excluded = {text for path, name in zip(exclude_files, exclude_tasks) for text in _texts_of(path, name)}
+        kept: List[str] = []
+        seen = set()
+        counts = {"texts": 0, "excluded": 0, "duplicates": 0}
         for path, name in zip(files, tasks):
-            task = get_task(name)
-            for row in read_pronto_tsv(path.resolve(), task):
-                for text in (row.text, row.text2):
-                    if text:
-                        sentences.append(text.split())
-        if not sentences:
-            raise DataError(f"pronto_texts: no text in {', '.join(str(f.path) for f in files)}")
-        self.logger.info("pronto_texts: %d texts, %d tokens", len(sentences), sum(map(len, sentences)))
-        return {"train": sentences, "dev": []}
+            for text in _texts_of(path, name):
+                counts["texts"] += 1
+                if text in excluded:
+                    counts["excluded"] += 1
+                elif dedupe and text in seen:
+                    counts["duplicates"] += 1
+                else:
+                    seen.add(text)
+                    kept.append(text)
+        if not kept:
+            raise DataError(f"pronto_texts: no text left in {', '.join(str(f.path) for f in files)} "
+                            f"({counts['excluded']} of {counts['texts']} occur in exclude_files)")
+        train = [text.split() for i, text in enumerate(kept, 1) if not dev_every or i % dev_every]
+        dev = [text.split() for i, text in enumerate(kept, 1) if dev_every and not i % dev_every]
+        stats = dict(counts, train_texts=len(train), dev_texts=len(dev), train_tokens=sum(map(len, train)))
+        self.logger.info("pronto_texts: %s", json.dumps(stats))
+        return {"train": train, "dev": dev, "stats": stats}
+
+
+def _texts_of(path: DataPath, task_name: str) -> List[str]:
+    """Every text of a PrOnto file (both texts of a pair task), whitespace-normalised."""
+    task = get_task(task_name)
+    return [" ".join(text.split()) for row in read_pronto_tsv(path.resolve(), task) for text in (row.text, row.text2) if text]

@@ -150,3 +150,18 @@ def test_batch_runs_through_every_model_objective(collator, rows, xpos_labels, s
     for name in ("loss", "mlm_loss", "xpos_loss", "phrase_loss", "tree_loss"):
         assert torch.isfinite(getattr(output, name)), name
     assert output.num_phrase_samples > 0 and output.num_tree_samples > 0
+
+
+def test_mlm_only_rows_get_no_heads_and_no_tags(collator, rows, wolof_dev_sentences, small_wolof_tokenizer):
+    from steps.inputs import make_mlm_instances
+
+    words = [s["tokens"] for s in wolof_dev_sentences[30:42]]
+    plain = make_mlm_instances(small_wolof_tokenizer, words, 128, "text")
+    assert set(plain[0]) == {"input_ids", "token_spans", "tree_is_gold"}
+    batch = collator(plain, seed=4)
+    parsed = collator(rows[30:42], seed=4)  # the same sentences, parsed (silver rows)
+    # Identical subwords, spans and masking; only the tree and the tags are missing.
+    for name in ("input_ids", "labels", "token_spans", "word_count", "attention_mask"):
+        assert torch.equal(batch[name], parsed[name]), name
+    assert (batch["heads"] == NO_HEAD).all() and (parsed["heads"][:, 1] != NO_HEAD).all()
+    assert (batch["xpos"] == IGNORE_INDEX).all() and not batch["tree_is_gold"].any()

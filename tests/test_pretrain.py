@@ -120,6 +120,25 @@ def test_resuming_after_a_crash_matches_an_uninterrupted_run(pretraining_data, t
     assert all(torch.equal(ours[k], theirs[k]) for k in trained)
 
 
+def test_mlm_only_data_pretrains_condition_m_and_refuses_the_others(wolof_dev_sentences, tokenizer_dir, tmp_path):
+    from steps.data_steps import BuildMlmPretrainingData
+
+    corpus = {"train": [s["tokens"] for s in wolof_dev_sentences[:96]], "dev": [s["tokens"] for s in wolof_dev_sentences[300:320]]}
+    workspace = LocalWorkspace(tmp_path / "workspace")
+    data = BuildMlmPretrainingData(corpus=corpus, tokenizer=tokenizer_dir, max_length=64).result(workspace)
+    assert data["trees"] is False and data["xpos_labels"] == [] and "head" not in data["train"][0]
+    long_rows = sum(len(s) > 62 for s in corpus["train"])  # a word is at least one subword
+    assert data["stats"]["train_rows"] <= 96 - long_rows and data["stats"]["dev_rows"] > 0
+
+    result = make_step(data, tokenizer_dir, "M", max_steps=3, validate_every=3).result(workspace)
+    assert read_metrics(result)["final"]["dev_mlm_loss"] > 0
+    for condition in ("MX", "MT", "MPT-SLA"):
+        with pytest.raises(ValueError, match=f"condition {condition} needs parsed trees.*MLM-only"):
+            make_step(data, tokenizer_dir, condition, max_steps=3).result(workspace)
+    with pytest.raises(Exception, match="no dev text left"):
+        BuildMlmPretrainingData(corpus={"train": corpus["train"], "dev": []}, tokenizer=tokenizer_dir).result(workspace)
+
+
 def test_gradient_accumulation_sees_every_micro_batch_once_per_epoch():
     order = BatchOrder(num_rows=20, batch_size=4, seed=1)
     epoch = [i for micro in range(5) for i in order.indices(micro)]

@@ -149,6 +149,37 @@ def excerpt(sample, tmp_path, task, split, lines):
     return DataPath(str(path))
 
 
+def test_pronto_texts_leave_out_every_evaluation_text(sample, tmp_path):
+    """The pretraining texts of the Spanish sample: train texts of the three tasks with training
+    data, none of which occurs in any of their dev or test files, each once, every 20th in dev."""
+    from steps.pronto import PrOntoTexts
+
+    tasks = ["nonpronominal_mention", "proper_noun_subject", "sentence_mood"]
+    evaluation = [(task, split) for task in tasks for split in ("dev", "test")]
+    step = PrOntoTexts(
+        files=[DataPath(f"{SAMPLE}/{task}_train.tsv") for task in tasks], tasks=tasks,
+        exclude_files=[DataPath(f"{SAMPLE}/{task}_{split}.tsv") for task, split in evaluation],
+        exclude_tasks=[task for task, _ in evaluation], dedupe=True, dev_every=20,
+    )
+    texts = step.result(LocalWorkspace(tmp_path / "workspace"))
+    kept = [" ".join(words) for words in texts["train"] + texts["dev"]]
+    held_out = {" ".join(row.text.split()) for task, split in evaluation for row in read_split(sample, task, split)}
+    stats = texts["stats"]
+    assert held_out.isdisjoint(kept) and len(set(kept)) == len(kept)
+    assert stats["texts"] == sum(len(read_split(sample, task, "train")) for task in tasks)
+    assert stats["texts"] == stats["excluded"] + stats["duplicates"] + stats["train_texts"] + stats["dev_texts"]
+    assert stats["excluded"] > 0 and stats["duplicates"] > 0 and stats["dev_texts"] == len(kept) // 20
+
+    with pytest.raises(Exception, match="no text left.*occur in exclude_files"):
+        PrOntoTexts(files=[DataPath(f"{SAMPLE}/sentence_mood_dev.tsv")], tasks=["sentence_mood"],
+                    exclude_files=[DataPath(f"{SAMPLE}/sentence_mood_dev.tsv")], exclude_tasks=["sentence_mood"],
+                    ).result(LocalWorkspace(tmp_path / "empty"))
+    with pytest.raises(Exception, match="2 exclude_files but 1 exclude_tasks"):
+        PrOntoTexts(files=[DataPath(f"{SAMPLE}/sentence_mood_dev.tsv")], tasks=["sentence_mood"],
+                    exclude_files=[DataPath(f"{SAMPLE}/sentence_mood_dev.tsv")] * 2, exclude_tasks=["sentence_mood"],
+                    ).result(LocalWorkspace(tmp_path / "mismatch"))
+
+
 def finetune(encoder, task, paths, **settings):
     config = dict(lr=1e-3, epochs=3, batch_size=16, max_length=96, seed=7)
     config.update(settings)

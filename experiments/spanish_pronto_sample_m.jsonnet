@@ -1,0 +1,3 @@
+// PrOnto on the real Spanish sample (shared data), cpu scale: µB-M pretrained with MLM on the sample's texts
+// that occur in no dev or test file, over the same vocabulary as the random-init row.
+(import "../configs/lib.libsonnet").pronto_sample_experiment("cpu", encoder="M")
