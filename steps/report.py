@@ -99,12 +99,13 @@ def pretrain_ablation_section(path: Path = PRETRAIN_ABLATION_JSONL) -> str:
         return "_not recorded: see benchmarks/pretrain_ablation.py_\n"
     records = read_jsonl(path)
     rows = [(r["experiment"], r["condition"], r["batch_size"], r["max_steps"], f"{r['lr']:g}", "yes" if r["bucket_by_length"] else "no",
-             r["threads"], r["minutes"], ", ".join(f"{step}: {loss:.2f}" for step, loss in r["dev_mlm_loss"].items()))
+             r["threads"], r["minutes"], ", ".join(f"{step}: {loss:.2f}" for step, loss in r["dev_mlm_loss"].items()),
+             r.get("ud_dev_las"), r.get("ud_test_las"))
             for r in records]
     return ("Recorded by `benchmarks/pretrain_ablation.py` on one cached Wolof dataset (runs with 1 thread ran two side by "
-            "side, so their minutes are not comparable).\n\n"
+            "side, so their minutes are not comparable; UD LAS where the encoder was also fine-tuned, seed 42).\n\n"
             + markdown_table(["experiment", "condition", "batch", "steps", "lr", "length buckets", "threads", "min",
-                              "dev MLM loss (step: loss)"], rows))
+                              "dev MLM loss (step: loss)", "UD dev LAS", "UD test LAS"], rows))
 
 
 def ablation_section(path: Path = ABLATION_JSONL) -> str:
@@ -188,6 +189,20 @@ def benchmark_section(path: Path = BENCHMARK_JSON) -> str:
     return head + markdown_table(["model", "ms/step", "sequences/s", "× µB-M", "× HF BertForMaskedLM"], rows)
 
 
+FINETUNE_BENCHMARK_JSON = Path("docs/benchmarks/finetune_step.json")
+
+
+def finetune_benchmark_section(path: Path = FINETUNE_BENCHMARK_JSON) -> str:
+    """The fine-tuning-step benchmark (benchmarks/bench_finetune_step.py --json ...), if recorded."""
+    if not path.exists():
+        return f"_not recorded: run `python benchmarks/bench_finetune_step.py --encoder <encoder dir> --json {path}`_\n"
+    bench = json.loads(path.read_text())
+    rows = [(name, figures["median_ms"], figures["steps"]) for name, figures in bench["variants"].items()]
+    head = (f"{bench['what']}; {bench['threads']} threads, torch {bench['torch']}: {bench['speedup']:.2f}× faster. "
+            f"`{bench['command']}`\n\n")
+    return head + markdown_table(["implementation", "median ms/step", "steps timed"], rows)
+
+
 MAIN_COMMAND_JSON = Path("docs/benchmarks/main_command_cold.json")
 SECOND_CONDITION_JSON = Path("docs/benchmarks/second_condition.json")
 
@@ -202,6 +217,26 @@ def finetune_section(workspace: Workspace) -> str:
                      score["dev"], score["test"], None if seconds is None else seconds / 60))
     rows.sort(key=lambda r: tuple(str(x) for x in r[:5]))
     return markdown_table(["scale", "table", "row", "column", "seed", "metric", "dev", "test", "fine-tune min"], rows)
+
+
+def seed_noise_section(workspace_dir: Path) -> str:
+    """Cells fine-tuned with several seeds by the files in benchmarks/seeds (mean ± sd over seeds),
+    kept out of experiments/ so that the paper tables keep their one-seed cells."""
+    from .scoring import format_mean_sd
+    from .tables import REPO, collect_cells
+
+    files = sorted((REPO / "benchmarks" / "seeds").glob("*.jsonnet"))
+    cells, _ = collect_cells(files, workspace_dir)
+    rows = []
+    for cell in sorted((c for c in cells if c.result), key=lambda c: (c.table, c.column, c.row)):
+        test, dev = cell.result["test"], cell.result["dev"]
+        rows.append((cell.table, cell.row, cell.column, cell.scale, len(test["values"]),
+                     ", ".join(f"{seed}: {value:.2f}" for seed, value in zip(cell.result["seeds"], test["values"])),
+                     format_mean_sd(test["mean"], test["sd"], len(test["values"])),
+                     format_mean_sd(dev["mean"], dev["sd"], len(dev["values"]))))
+    note = ("One encoder fine-tuned with several seeds (`tango run benchmarks/seeds/<file>`): how far "
+            "one seed's test figure can move. Mean ± sample sd.\n\n")
+    return note + markdown_table(["table", "row", "column", "scale", "seeds", "test per seed", "test", "dev"], rows)
 
 
 def tables_section(workspace_dir: Path) -> str:
@@ -243,8 +278,10 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace")) 
         ("Pretraining", pretraining_section(workspace)),
         ("Pretraining settings, one at a time", pretrain_ablation_section()),
         ("Pretraining step benchmark", benchmark_section()),
+        ("Fine-tuning step benchmark", finetune_benchmark_section()),
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),
+        ("Seed noise", seed_noise_section(workspace_dir)),
         ("Paper tables from the cache", tables_section(workspace_dir)),
     ]
     text = ["# Results\n",
