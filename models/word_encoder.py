@@ -81,13 +81,19 @@ def run_packed_lstm(lstm: nn.LSTM, words: torch.Tensor, word_mask: torch.Tensor)
     return pad_packed_sequence(lstm(packed)[0], batch_first=True, total_length=word_mask.shape[1])[0]
 
 
-def reverse_words(values: torch.Tensor, word_mask: torch.Tensor) -> torch.Tensor:
-    """(B, W, H) → each row's real words in reverse order, padding left where it was (at the end).
-    Its own inverse."""
-    width = values.shape[1]
-    positions = torch.arange(width, device=values.device).expand(values.shape[0], width)
+def reversal_index(word_mask: torch.Tensor) -> torch.Tensor:
+    """(B, W) positions that put each row's real words in reverse order and leave padding where
+    it is (at the end). The permutation is its own inverse."""
+    width = word_mask.shape[1]
+    positions = torch.arange(width, device=word_mask.device).expand(word_mask.shape[0], width)
     mirrored = word_mask.sum(-1, keepdim=True) - 1 - positions
-    index = torch.where(mirrored >= 0, mirrored, positions)
+    return torch.where(mirrored >= 0, mirrored, positions)
+
+
+def reverse_words(values: torch.Tensor, word_mask: torch.Tensor, index: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, W, H) → each row's real words in reverse order, padding left where it was (at the end).
+    Its own inverse. ``index``: a precomputed `reversal_index` of ``word_mask``."""
+    index = reversal_index(word_mask) if index is None else index
     return values.gather(1, index[..., None].expand_as(values))
 
 
@@ -122,10 +128,11 @@ class BiLSTM(nn.Module):
     def forward(self, words: torch.Tensor, word_mask: torch.Tensor) -> torch.Tensor:
         """(B, W, input) words and their (B, W) mask → (B, W, 2·hidden), zeros at padding."""
         hidden = words
+        index = reversal_index(word_mask)  # one permutation serves every layer, both ways
         for number, layer in enumerate(self.layers):
             if number > 0:
                 hidden = self.dropout(hidden)
             forward = layer["left_to_right"](hidden)[0]
-            backward = reverse_words(layer["right_to_left"](reverse_words(hidden, word_mask))[0], word_mask)
+            backward = reverse_words(layer["right_to_left"](reverse_words(hidden, word_mask, index))[0], word_mask, index)
             hidden = torch.cat([forward, backward], dim=-1)
         return hidden * word_mask[..., None].to(hidden.dtype)
