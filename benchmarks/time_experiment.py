@@ -46,6 +46,12 @@ def parse_log(timed_lines):
     return steps
 
 
+def last_redraw(raw: bytes) -> str:
+    """One output line as text, reduced to what a terminal would show after its "\\r" redraws."""
+    redraws = [part for part in raw.decode("utf-8", "replace").split("\r") if part.strip()]
+    return redraws[-1] if redraws else ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("experiment", type=Path)
@@ -61,11 +67,20 @@ def main() -> int:
     start = time.perf_counter()
     timed_lines = []  # step times come from when Tango's log lines arrive, whatever their format
     with open(log_path, "w") as log:
-        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
-        for line in process.stdout:
-            timed_lines.append((time.perf_counter() - start, line))
-            sys.stdout.write(line)
-            log.write(f"[{timed_lines[-1][0]:8.1f}s] {line}")
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy())
+        pending = b""
+        # Raw chunks go to the terminal as they come (progress bars stay live); the log keeps one
+        # line per "\n" and of a progress bar's "\r" redraws only the last, so it stays readable.
+        while chunk := process.stdout.read1(1 << 16):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+            *complete, pending = (pending + chunk).split(b"\n")
+            for raw in complete:
+                timed_lines.append((time.perf_counter() - start, last_redraw(raw) + "\n"))
+                log.write(f"[{timed_lines[-1][0]:8.1f}s] {timed_lines[-1][1]}")
+        if pending:
+            timed_lines.append((time.perf_counter() - start, last_redraw(pending) + "\n"))
+            log.write(f"[{timed_lines[-1][0]:8.1f}s] {timed_lines[-1][1]}")
         returncode = process.wait()
     wall = time.perf_counter() - start
     record = {

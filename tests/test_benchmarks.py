@@ -1,0 +1,37 @@
+"""benchmarks/time_experiment.py: per-step times from Tango's log, and a log file that keeps a
+progress bar's last state rather than every redraw."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_time_experiment():
+    spec = importlib.util.spec_from_file_location("time_experiment", REPO / "benchmarks" / "time_experiment.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_last_redraw_keeps_what_the_terminal_shows():
+    time_experiment = load_time_experiment()
+    bar = b"\rparsing:   0%|  | 0/4\rparsing:  50%|# | 2/4\rparsing: 100%|##| 4/4\r"
+    assert time_experiment.last_redraw(bar) == "parsing: 100%|##| 4/4"
+    assert time_experiment.last_redraw(b"plain line") == "plain line"
+    assert time_experiment.last_redraw(b"\r  \r") == ""
+    assert time_experiment.last_redraw("µB-M ✓".encode()) == "µB-M ✓"
+
+
+def test_parse_log_times_ran_steps_and_marks_cached_ones():
+    time_experiment = load_time_experiment()
+    lines = [
+        (0.5, '[11/22/26 23:20:33] INFO     ✓ Found output for step "corpus" in cache...\n'),
+        (1.0, '[11/22/26 23:20:34] INFO     ● Starting step "tokenizer"...\n'),
+        (3.5, "tokenizer: 100%|##| 4/4\n"),
+        (4.0, '[11/22/26 23:20:37] INFO     ✓ Finished step "tokenizer"\n'),
+        (4.0, '[11/22/26 23:20:37] INFO     ✓ Found output for step "tokenizer" in cache (needed by "x")...\n'),
+    ]
+    steps = time_experiment.parse_log(lines)
+    assert steps == {"corpus": {"status": "cached"}, "tokenizer": {"status": "ran", "seconds": 3.0}}
