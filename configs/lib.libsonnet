@@ -94,7 +94,9 @@ local pronto_tables = {
   // cell — the node `python -m steps.tables` reads. `encoder` is a ref to a pretrain_microbert /
   // random_init_encoder step or an HF model name; `row` names the table row. An SLA encoder is
   // given the corpus parser's parse of every sentence (sla_parse "parse", as the reference does).
-  evaluation_steps(language, scale, encoder, row, seeds, uses_sla=false, pronto_data=null, pronto_missing_train=[])::
+  // `pretrained`: false for the random-init control, whose PrOnto fine-tuning keeps the scale's
+  // plain `finetune.pronto` settings; pretrained encoders add `finetune.pronto_pretrained` on top.
+  evaluation_steps(language, scale, encoder, row, seeds, uses_sla=false, pronto_data=null, pronto_missing_train=[], pretrained=true)::
     local s = scales[scale];
     local sla = if uses_sla then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" };
     local cell(task, table, column, finetune) =
@@ -134,11 +136,14 @@ local pronto_tables = {
       test: wikiann(language, "test"),
       config: s.finetune.ner,
     } + sla) else {})
-    + (if pronto_data == null then {} else $.pronto_steps(language, scale, encoder, row, seeds, pronto_data, pronto_missing_train)),
+    + (if pronto_data == null then {} else $.pronto_steps(language, scale, encoder, row, seeds, pronto_data, pronto_missing_train, pretrained)),
 
   // PrOnto's five tasks for one encoder (Tables 4, 7-9), cells as in evaluation_steps.
-  pronto_steps(column, scale, encoder, row, seeds, pronto_data, pronto_missing_train=[])::
+  pronto_steps(column, scale, encoder, row, seeds, pronto_data, pronto_missing_train=[], pretrained=true)::
     local s = scales[scale];
+    local settings(task) = s.finetune.pronto
+      + (if pretrained then s.finetune.pronto_pretrained else {})
+      + (if task == "sentence_mood" then s.finetune.pronto_sentence_mood else {});
     std.foldl(function(steps, task) steps + {
       ["pronto_" + task + "_s" + seed]: {
         type: "finetune_pronto",
@@ -147,7 +152,7 @@ local pronto_tables = {
         [if std.member(pronto_missing_train, task) then null else "train"]: data(pronto_data + "/" + task + "_train.tsv"),
         dev: data(pronto_data + "/" + task + "_dev.tsv"),
         test: data(pronto_data + "/" + task + "_test.tsv"),
-        config: s.finetune.pronto + (if task == "sentence_mood" then s.finetune.pronto_sentence_mood else {}) + { seed: seed },
+        config: settings(task) + { seed: seed },
       }
       for seed in seeds
     } + {
@@ -215,7 +220,7 @@ local pronto_tables = {
         },
       }) + $.pronto_steps("spanish", scale, ref(if encoder == "M" then "pretrained_model" else "random_encoder"),
                           if encoder == "M" then "M" else "random-init", seeds, pronto_data,
-                          pronto_missing_train=["same_sense", "same_arg_count"]),
+                          pronto_missing_train=["same_sense", "same_arg_count"], pretrained=encoder == "M"),
     },
 
   // The paper's Table 2 conditions (SPEC §C): M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree
@@ -265,7 +270,7 @@ local pronto_tables = {
           seed: seed,
         },
       } + $.evaluation_steps(language, scale, ref("random_encoder"), "random-init" + (if condition == "M" then "" else " " + condition),
-                             seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train),
+                             seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train, pretrained=false),
     },
 
   // Any HF model (name or local path) as the encoder, e.g. the mBERT rows where its weights exist

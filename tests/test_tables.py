@@ -112,3 +112,17 @@ def test_every_experiment_file_builds_a_step_graph():
         config = Params.from_file(path).as_dict(quiet=True)
         for name, step in config["steps"].items():
             assert step["type"] in registered, f"{path.name}: step {name} has unknown type {step['type']}"
+
+
+def test_pronto_fine_tuning_rate_follows_the_encoder_kind():
+    """At cpu scale a pretrained encoder fine-tunes PrOnto at `pronto_pretrained`'s rate and the
+    random-init control at the plain `pronto` rate; task-specific settings still apply to both."""
+    def pronto_configs(name):
+        steps = Params.from_file(tables.REPO / "experiments" / name).as_dict(quiet=True)["steps"]
+        return {step["task"]: step["config"] for step in steps.values() if step["type"] == "finetune_pronto"}
+
+    pretrained, control = pronto_configs("spanish_pronto_sample_m.jsonnet"), pronto_configs("spanish_pronto_sample.jsonnet")
+    assert len(pretrained) == len(control) == 5
+    assert {config["lr"] for config in pretrained.values()} == {1e-4}
+    assert {config["lr"] for config in control.values()} == {3e-4}
+    assert pretrained["sentence_mood"]["epochs"] == control["sentence_mood"]["epochs"] == 8
