@@ -68,6 +68,12 @@ def main() -> int:
     timed_lines = []  # step times come from when Tango's log lines arrive, whatever their format
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy())
+
+        def keep(raw: bytes) -> None:
+            when, line = time.perf_counter() - start, last_redraw(raw) + "\n"
+            timed_lines.append((when, line))
+            log.write(f"[{when:8.1f}s] {line}")
+
         pending = b""
         # Raw chunks go to the terminal as they come (progress bars stay live); the log keeps one
         # line per "\n" and of a progress bar's "\r" redraws only the last, so it stays readable.
@@ -76,11 +82,9 @@ def main() -> int:
             sys.stdout.flush()
             *complete, pending = (pending + chunk).split(b"\n")
             for raw in complete:
-                timed_lines.append((time.perf_counter() - start, last_redraw(raw) + "\n"))
-                log.write(f"[{timed_lines[-1][0]:8.1f}s] {timed_lines[-1][1]}")
+                keep(raw)
         if pending:
-            timed_lines.append((time.perf_counter() - start, last_redraw(pending) + "\n"))
-            log.write(f"[{timed_lines[-1][0]:8.1f}s] {timed_lines[-1][1]}")
+            keep(pending)
         returncode = process.wait()
     wall = time.perf_counter() - start
     record = {

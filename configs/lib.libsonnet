@@ -182,6 +182,7 @@ local pronto_tables = {
   pronto_sample_experiment(scale, pronto_data="pronto_sample_spanish", seeds=[42], encoder="random-init")::
     assert std.member(["random-init", "M"], encoder) : "pronto_sample_experiment: encoder must be random-init or M, not " + encoder;
     local s = scales[scale];
+    local pretrained = encoder == "M";
     local with_train = ["nonpronominal_mention", "proper_noun_subject", "sentence_mood"];
     local task_file(task, split) = data(pronto_data + "/" + task + "_" + split + ".tsv");
     {
@@ -196,7 +197,7 @@ local pronto_tables = {
           dev_every: 20,
         },
         tokenizer: { type: "train_tokenizer", corpus: ref("texts") },
-      } + (if encoder == "random-init" then {
+      } + (if !pretrained then {
         random_encoder: {
           type: "random_init_encoder",
           tokenizer: ref("tokenizer"),
@@ -218,9 +219,9 @@ local pronto_tables = {
           model: s.pretrain.model,
           training: s.pretrain.training + s.pronto_pretrain + { seed: seeds[0] },
         },
-      }) + $.pronto_steps("spanish", scale, ref(if encoder == "M" then "pretrained_model" else "random_encoder"),
-                          if encoder == "M" then "M" else "random-init", seeds, pronto_data,
-                          pronto_missing_train=["same_sense", "same_arg_count"], pretrained=encoder == "M"),
+      }) + $.pronto_steps("spanish", scale, ref(if pretrained then "pretrained_model" else "random_encoder"),
+                          encoder, seeds, pronto_data,  // the row is the encoder's name: "M" or "random-init"
+                          pronto_missing_train=["same_sense", "same_arg_count"], pretrained=pretrained),
     },
 
   // The paper's Table 2 conditions (SPEC §C): M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree
