@@ -33,13 +33,13 @@ def pretraining_data(wolof_dev_sentences, small_wolof_tokenizer):
     return {"train": train, "dev": dev, "xpos_labels": labels, "stats": {}}
 
 
-def make_step(pretraining_data, tokenizer_dir, condition="M", **training):
+def make_step(pretraining_data, tokenizer_dir, condition="M", loader_workers=0, **training):
     settings = dict(max_steps=6, batch_size=8, warmup=0.5, validate_every=3, checkpoint_every=2, seed=5,
                     max_validation_rows=16)
     settings.update(training)
     return PretrainMicrobert(
         pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition=condition, model=TINY_MODEL,
-        training=PretrainingConfig(**settings), num_threads=1,
+        training=PretrainingConfig(**settings), num_threads=1, loader_workers=loader_workers,
     )
 
 
@@ -97,7 +97,7 @@ def test_sla_condition_exports_a_microbert_encoder_with_all_losses(pretraining_d
     assert final["dev_loss"] == pytest.approx(final["dev_mlm_loss"] + final["dev_xpos_loss"])
 
 
-def test_resuming_after_a_crash_matches_an_uninterrupted_run(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
+def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
     from transformers import AutoModel
 
     reference = make_step(pretraining_data, tokenizer_dir).result(LocalWorkspace(tmp_path / "uninterrupted"))
@@ -107,7 +107,10 @@ def test_resuming_after_a_crash_matches_an_uninterrupted_run(pretraining_data, t
     with pytest.raises(Exception, match="stopping after step 5"):
         make_step(pretraining_data, tokenizer_dir).result(workspace)
     monkeypatch.delenv(CRASH_AFTER_STEP_ENV)
-    resumed = make_step(pretraining_data, tokenizer_dir).result(workspace)
+    # The rest of the run collates its batches in two worker processes: same cache entry, same batches.
+    with_workers = make_step(pretraining_data, tokenizer_dir, loader_workers=2)
+    assert with_workers.unique_id == make_step(pretraining_data, tokenizer_dir).unique_id
+    resumed = with_workers.result(workspace)
 
     metrics, expected = read_metrics(resumed), read_metrics(reference)
     assert metrics["resumed_from"] == [4]
