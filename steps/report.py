@@ -12,7 +12,7 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from tango import Workspace
 from tango.step_info import StepInfo, StepState
@@ -24,8 +24,12 @@ UDPIPE_WOLOF_LAS = 70.15
 
 
 def completed_steps(workspace: Workspace, class_name: str) -> List[StepInfo]:
-    infos = [info for info in workspace.search_step_info() if info.step_class_name == class_name and info.state == StepState.COMPLETED]
-    return sorted(infos, key=lambda info: info.end_time or 0)
+    """Steps of ``class_name`` with a cached result. A cache entry copied in from another machine
+    (benchmarks/gpu) has no record of its run in this workspace, so the cache decides, not the state."""
+    infos = [info for info in workspace.search_step_info()
+             if info.step_class_name == class_name and (info.state == StepState.COMPLETED or info in workspace.step_cache)]
+    # In order of finishing; copied entries, which have no end time, last.
+    return sorted(infos, key=lambda info: (info.end_time is None, info.end_time.timestamp() if info.end_time else 0.0))
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -214,9 +218,20 @@ def finetune_section(workspace: Workspace) -> str:
         score = workspace.step_cache[info]  # not step_result(): that goes through runs, which may have been pruned
         seconds = score.get("train_seconds")
         rows.append((score["scale"], score["table"], score["row"], score["column"], score["seed"], score["metric"],
-                     score["dev"], score["test"], None if seconds is None else seconds / 60))
+                     score["dev"], score["test"], None if seconds is None else seconds / 60, finetune_device(workspace, info)))
     rows.sort(key=lambda r: tuple(str(x) for x in r[:5]))
-    return markdown_table(["scale", "table", "row", "column", "seed", "metric", "dev", "test", "fine-tune min"], rows)
+    return markdown_table(["scale", "table", "row", "column", "seed", "metric", "dev", "test", "fine-tune min", "device"], rows)
+
+
+def finetune_device(workspace: Workspace, score_info: StepInfo) -> Optional[str]:
+    """Where the fine-tuning that a score_cell scored ran ("cpu", "cuda"), from its metrics.json."""
+    for dependency in score_info.dependencies:
+        finetuned = workspace.step_info(dependency)
+        if finetuned in workspace.step_cache:
+            metrics = Path(workspace.step_cache[finetuned]) / "metrics.json"
+            if metrics.exists():
+                return json.loads(metrics.read_text()).get("device")
+    return None
 
 
 def seed_noise_section(workspace_dir: Path) -> str:
@@ -225,7 +240,7 @@ def seed_noise_section(workspace_dir: Path) -> str:
     from .scoring import format_mean_sd
     from .tables import REPO, collect_cells
 
-    files = sorted((REPO / "benchmarks" / "seeds").glob("*.jsonnet"))
+    files = sorted((REPO / "benchmarks" / "seeds").glob("*.jsonnet")) + sorted((REPO / "benchmarks" / "gpu").glob("*.jsonnet"))
     cells, _ = collect_cells(files, workspace_dir)
     rows = []
     for cell in sorted((c for c in cells if c.result), key=lambda c: (c.table, c.column, c.row)):
@@ -235,7 +250,8 @@ def seed_noise_section(workspace_dir: Path) -> str:
                      format_mean_sd(test["mean"], test["sd"], len(test["values"])),
                      format_mean_sd(dev["mean"], dev["sd"], len(dev["values"]))))
     note = ("One encoder fine-tuned with several seeds (`tango run benchmarks/seeds/<file>`): how far "
-            "one seed's test figure can move. Mean ± sample sd.\n\n")
+            "one seed's test figure can move. Mean ± sample sd. Row M-long is the cpu cell with a µB-M pretrained on "
+            "27x the rows, on a GPU (`benchmarks/gpu/wolof_m_long_pretraining.jsonnet`).\n\n")
     return note + markdown_table(["table", "row", "column", "scale", "seeds", "test per seed", "test", "dev"], rows)
 
 

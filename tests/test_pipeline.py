@@ -128,3 +128,24 @@ def test_smoke_cell_reuses_data_steps_and_tables_match_the_cache(smoke_workspace
     assert rows[("table2", "MX", "wolof")]["ours_mean"] == "" and rows[("table2", "MX", "wolof")]["paper"] == "77.74"
     ner_rows = {(r["row"], r["column"]): r for r in csv.DictReader((out / "smoke/table3.csv").open())}
     assert float(ner_rows[("M", "wolof")]["ours_mean"]) == pytest.approx(ner_metrics["test"]["f1"], abs=1e-4)
+
+
+def test_report_lists_cache_entries_copied_from_another_workspace(smoke_workspace, tmp_path):
+    """Cache entries brought from another machine (benchmarks/gpu) have no record of their run in
+    this workspace's step-info database; the report still lists them from the cache."""
+    import shutil
+
+    from tango.step_info import StepState
+    from tango.workspaces import LocalWorkspace
+
+    from steps.report import completed_steps
+
+    workspace, _ = smoke_workspace
+    copied = tmp_path / "copied"
+    shutil.copytree(workspace / "cache", copied / "cache")  # the cache alone, not stepinfo.sqlite
+    run = tango_run(REPO / "experiments/smoke/wolof_data.jsonnet", copied)
+    assert run.returncode == 0 and "Starting step" not in run.stdout + run.stderr
+    local = LocalWorkspace(copied)
+    [info] = [i for i in local.search_step_info() if i.step_class_name == "TrainCorpusParser"]
+    assert info.state != StepState.COMPLETED  # Tango found it in the cache but never saw it run
+    assert [i.unique_id for i in completed_steps(local, "TrainCorpusParser")] == [info.unique_id]
