@@ -250,8 +250,8 @@ def seed_noise_section(workspace_dir: Path) -> str:
                      format_mean_sd(test["mean"], test["sd"], len(test["values"])),
                      format_mean_sd(dev["mean"], dev["sd"], len(dev["values"]))))
     note = ("One encoder fine-tuned with several seeds (`tango run benchmarks/seeds/<file>`): how far "
-            "one seed's test figure can move. Mean ± sample sd. Row M-long is the cpu cell with a µB-M pretrained on "
-            "27x the rows, on a GPU (`benchmarks/gpu/wolof_m_long_pretraining.jsonnet`).\n\n")
+            "one seed's test figure can move. Mean ± sample sd. A row ending in -long is the cpu cell with its µBERT "
+            "pretrained on 27x the rows, on a GPU (`benchmarks/gpu/`, `long_pretraining.libsonnet`).\n\n")
     return note + markdown_table(["table", "row", "column", "scale", "seeds", "test per seed", "test", "dev"], rows)
 
 
