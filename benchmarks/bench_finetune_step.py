@@ -24,10 +24,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models.biaffine_parser import BiaffineDependencyParser  # noqa: E402
 from models.word_encoder import run_packed_lstm  # noqa: E402
-from steps.data_root import DataPath  # noqa: E402
-from steps.encoders import encode_words_batch, load_encoder  # noqa: E402
-from steps.finetune_parser import EpochBatches, Split, make_batch  # noqa: E402
-from steps.readers import read_conllu  # noqa: E402
+from steps.common.data_root import DataPath  # noqa: E402
+from steps.pretrain.encoders import encode_words_batch, load_encoder  # noqa: E402
+from steps.finetune.ud_parser import EpochBatches, Split, make_batch  # noqa: E402
+from steps.data.readers import read_conllu  # noqa: E402
 
 
 class PackedLSTM(torch.nn.Module):

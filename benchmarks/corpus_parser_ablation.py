@@ -1,7 +1,7 @@
 """What each choice of the in-DAG Stanza corpus parser buys on Wolof-WTB (issue: beat UDPipe 1).
 
 Outside Tango, so that one tagger can be reused by several parser variants: the functions are the
-ones `train_corpus_parser` calls (`steps.parsing`), the Stanza CLIs get the same arguments as at
+ones `train_corpus_parser` calls (`steps.parse.backends`), the Stanza CLIs get the same arguments as at
 `cpu` scale except the one being varied. Each command appends one JSON record to ``--json``:
 
     # skip-gram vectors of the first 10k corpus train sentences (the pretraining cap) or of all
@@ -15,7 +15,7 @@ ones `train_corpus_parser` calls (`steps.parsing`), the Stanza CLIs get the same
         --out /tmp/abl/p_adam --steps 600 -- --optim adam --lr 3e-3 --beta2 0.95 --no_second_optim
 
 Test scores are those of `train_corpus_parser`: the parser's own predicted tags, gold PUNCT/SYM
-excluded (`steps.parsing.evaluate_parser`). Set OMP_NUM_THREADS to run two variants side by side;
+excluded (`steps.parse.backends.evaluate_parser`). Set OMP_NUM_THREADS to run two variants side by side;
 the timings in a record are then those of one thread on a shared machine.
 """
 from __future__ import annotations
@@ -33,10 +33,10 @@ sys.path.insert(0, str(REPO))
 
 from records import append_record  # noqa: E402  (benchmarks/records.py, beside this script)
 
-from steps.data_root import DataPath, data_root  # noqa: E402
-from steps.data_steps import split_edge_punctuation  # noqa: E402
-from steps.parsing import CorpusParser, blank_columns, evaluate_parser, prepare_parser_training_files  # noqa: E402
-from steps.readers import read_conllu, read_corpus_documents, split_documents  # noqa: E402
+from steps.common.data_root import DataPath, data_root  # noqa: E402
+from steps.data.corpus import split_edge_punctuation  # noqa: E402
+from steps.parse.backends import CorpusParser, blank_columns, evaluate_parser, prepare_parser_training_files  # noqa: E402
+from steps.data.readers import read_conllu, read_corpus_documents, split_documents  # noqa: E402
 
 # The cpu-scale sizes of configs/scales.libsonnet.
 COMMON_SIZES = ["--char_hidden_dim", "100", "--word_emb_dim", "75"]

@@ -42,7 +42,7 @@ def main() -> int:
     from tango.step_graph import StepGraph
     from tango.workspaces import LocalWorkspace
 
-    from steps.pretrain import PretrainMicrobert, PretrainingConfig
+    from steps.pretrain.pretrain import PretrainMicrobert, PretrainingConfig
 
     graph = StepGraph.from_params(Params.from_file(args.experiment).pop("steps"))
     data_step, pretrain_step = graph["pretraining_data"], graph["pretrained_model"]

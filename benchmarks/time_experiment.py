@@ -9,7 +9,7 @@
 
 The record (JSON) holds the command, wall seconds, per-step "ran" / "cached" and, for steps that
 ran, the seconds between Tango's "Starting step" and "Finished step" log lines; `python -m
-steps.report` puts it into docs/RESULTS.md. The log is kept beside the JSON (``.log``).
+reporting.report` puts it into docs/RESULTS.md. The log is kept beside the JSON (``.log``).
 """
 from __future__ import annotations
 

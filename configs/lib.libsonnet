@@ -91,7 +91,7 @@ local pronto_tables = {
 
   // Fine-tuning and scoring of one encoder: for each task the language has data for, one
   // fine-tuning step and one score_cell per seed, and one aggregate_cell (mean ± sd) per table
-  // cell — the node `python -m steps.tables` reads. `encoder` is a ref to a pretrain_microbert /
+  // cell — the node `python -m reporting.tables` reads. `encoder` is a ref to a pretrain_microbert /
   // random_init_encoder step or an HF model name; `row` names the table row. An SLA encoder is
   // given the corpus parser's parse of every sentence (sla_parse "parse", as the reference does).
   // `pretrained`: false for the random-init control, whose PrOnto fine-tuning keeps the scale's

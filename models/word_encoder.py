@@ -6,7 +6,7 @@ evaluation (SPEC §H): run the encoder over [CLS] subwords [SEP], mix **all** hi
 
 The encoder is any `transformers` model that returns hidden states (stock ``bert`` exports, µBERT
 with SLA, or an HF model path). An SLA encoder additionally gets the sentence's subword tree
-(``heads``) so that its local branch has a parse to work with; see `steps.encoders`.
+(``heads``) so that its local branch has a parse to work with; see `steps.pretrain.encoders`.
 """
 from __future__ import annotations
 

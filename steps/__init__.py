@@ -1,12 +1,27 @@
-"""Tango steps for the syntactic-inductive-bias workspace (registered on import)."""
-from . import _compat  # noqa: F401  (patches Tango before any step runs)
-from .data_root import DataError, DataPath
-from .data_steps import BuildPretrainingData, LoadCorpus, ParseCorpus, TrainCorpusParser, TrainTokenizer
-from .encoders import RandomInitEncoder
-from .formats import DirectoryFormat
-from .scoring import AggregateCell, ScoreCell
-from .word_vectors import TrainWordVectors
-from .pretrain import PretrainingConfig, PretrainMicrobert
-from .pronto import FinetunePronto, PrOntoConfig
-from .finetune_parser import FinetuneUdParser, ParserTrainingConfig
-from .finetune_ner import FinetuneNer, NerConfig
+"""Tango steps of the syntactic-inductive-bias workspace, one package per DAG stage (registered on import).
+
+    data/      load_corpus, train_word_vectors, train_tokenizer, build_(mlm_)pretraining_data
+    parse/     train_corpus_parser, parse_corpus (Stanza or UDPipe behind one CorpusParser)
+    pretrain/  pretrain_microbert, random_init_encoder
+    finetune/  finetune_ud_parser, finetune_ner, finetune_pronto (and pronto_texts)
+    evaluate/  score_cell, aggregate_cell
+    common/    what every stage uses: data root, formats, seeds and threads, batching
+"""
+from steps.common import compat  # noqa: F401  (patches Tango before any step runs)
+from steps.common.data_root import DataError, DataPath
+from steps.common.formats import DirectoryFormat
+from steps.data.corpus import LoadCorpus
+from steps.data.inputs import BuildMlmPretrainingData, BuildPretrainingData
+from steps.data.vocab import TrainTokenizer
+from steps.data.word_vectors import TrainWordVectors
+from steps.parse.corpus_parser import ParseCorpus, TrainCorpusParser
+from steps.pretrain.encoders import RandomInitEncoder
+from steps.pretrain.pretrain import PretrainingConfig, PretrainMicrobert
+from steps.finetune.pronto import FinetunePronto, PrOntoConfig, PrOntoTexts
+from steps.finetune.ud_parser import FinetuneUdParser, ParserTrainingConfig
+from steps.finetune.ner import FinetuneNer, NerConfig
+from steps.evaluate.scoring import AggregateCell, ScoreCell
+from steps.parse.backends import ParserBudget
+from steps.common.cache_keys import HISTORIC_MODULES, keep_historic_modules
+
+keep_historic_modules(globals()[name] for name in HISTORIC_MODULES)

@@ -21,7 +21,7 @@ def data_root() -> Path:
 
 @pytest.fixture(scope="session")
 def wolof_dev_sentences():
-    from steps.readers import read_conllu
+    from steps.data.readers import read_conllu
 
     return read_conllu(DATA_ROOT / "wolof" / "ud" / "wo_wtb-ud-dev.conllu")
 
@@ -29,6 +29,6 @@ def wolof_dev_sentences():
 @pytest.fixture(scope="session")
 def small_wolof_tokenizer(wolof_dev_sentences):
     """A real WordPiece vocabulary small enough that many words split into several pieces."""
-    from steps.vocab import train_wordpiece
+    from steps.data.vocab import train_wordpiece
 
     return train_wordpiece([s["tokens"] for s in wolof_dev_sentences], vocab_size=400)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from steps.collate import IGNORE_INDEX, NO_HEAD, PretrainingCollator, collate_batches
-from steps.inputs import make_instances
+from steps.pretrain.collate import IGNORE_INDEX, NO_HEAD, PretrainingCollator, collate_batches
+from steps.data.inputs import make_instances
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ def test_batch_runs_through_every_model_objective(collator, rows, xpos_labels, s
 
 
 def test_mlm_only_rows_get_no_heads_and_no_tags(collator, rows, wolof_dev_sentences, small_wolof_tokenizer):
-    from steps.inputs import make_mlm_instances
+    from steps.data.inputs import make_mlm_instances
 
     words = [s["tokens"] for s in wolof_dev_sentences[30:42]]
     plain = make_mlm_instances(small_wolof_tokenizer, words, 128, "text")

@@ -7,12 +7,12 @@ import shutil
 import pytest
 from tango.common.det_hash import det_hash
 
-from steps.data_root import DATA_ROOT_ENV, DataError, DataPath
-from steps.data_steps import split_edge_punctuation
-from steps.inputs import expand_tree, make_instance, make_instances, mix_in_treebank
-from steps.languages import get_language
-from steps.readers import check_tree, read_conllu, read_corpus_documents, split_documents, split_sentences
-from steps.vocab import SPECIAL_TOKENS, encode_words, load_tokenizer, vocabulary_size
+from steps.common.data_root import DATA_ROOT_ENV, DataError, DataPath
+from steps.data.corpus import split_edge_punctuation
+from steps.data.inputs import expand_tree, make_instance, make_instances, mix_in_treebank
+from steps.data.languages import get_language
+from steps.data.readers import check_tree, read_conllu, read_corpus_documents, split_documents, split_sentences
+from steps.data.vocab import SPECIAL_TOKENS, encode_words, load_tokenizer, vocabulary_size
 
 CONLLU_HEADER = "# sent_id = 1\n# text = a b c\n"
 
@@ -251,7 +251,7 @@ def test_parser_training_tags_follow_the_taggers_dev_confusion(data_root, tmp_pa
     the tagger's dev confusion. Here the "tagger" confuses every dev NOUN with PROPN."""
     import conllu
 
-    from steps.parsing import prepare_parser_training_files, resample_upos, tag_confusion
+    from steps.parse.backends import prepare_parser_training_files, resample_upos, tag_confusion
 
     dev = data_root / "wolof/ud/wo_wtb-ud-dev.conllu"
     gold = conllu.parse(dev.read_text(encoding="utf-8"))[:60]
@@ -290,7 +290,7 @@ def test_parser_optimizer_flags_reach_stanzas_cli():
     None keeps Stanza's own schedule; anything else is refused before minutes of tagger training."""
     from stanza.models import parser as stanza_parser
 
-    from steps.parsing import ParserBudget, parser_optimizer_args
+    from steps.parse.backends import ParserBudget, parser_optimizer_args
 
     flags = parser_optimizer_args(ParserBudget(parser_optimizer="adam", parser_lr=0.002, parser_beta2=0.9))
     parsed = stanza_parser.parse_args(["--train_file", "x", *flags])
@@ -308,7 +308,7 @@ def test_parser_optimizer_flags_reach_stanzas_cli():
 def test_upos_only_tagger_data_keeps_upos_and_blanks_the_rest(data_root, tmp_path):
     import conllu
 
-    from steps.parsing import blank_columns
+    from steps.parse.backends import blank_columns
 
     source = data_root / "wolof/ud/wo_wtb-ud-dev.conllu"
     blanked = conllu.parse(blank_columns(source, tmp_path / "dev.conllu", ("xpos", "feats")).read_text(encoding="utf-8"))

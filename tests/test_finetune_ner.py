@@ -10,9 +10,9 @@ import torch
 from tango.workspaces import LocalWorkspace
 
 from models.crf_tagger import BioulCrf, bioul_constraints
-from steps.data_root import DataError, DataPath
-from steps.encoders import RandomInitEncoder
-from steps.finetune_ner import FinetuneNer, NerConfig, batch_order, bio_to_bioul, check_bioul, read_bio, read_predictions, span_scores
+from steps.common.data_root import DataError, DataPath
+from steps.pretrain.encoders import RandomInitEncoder
+from steps.finetune.ner import FinetuneNer, NerConfig, batch_order, bio_to_bioul, check_bioul, read_bio, read_predictions, span_scores
 
 LABELS = ["O", "B-LOC", "I-LOC", "L-LOC", "U-LOC", "B-PER", "I-PER", "L-PER", "U-PER"]
 TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
@@ -210,7 +210,7 @@ def test_sla_encoder_needs_a_parser_for_parse_mode(tiny_encoders, wikiann_slice,
         without_parser.result(LocalWorkspace(tmp_path / "failed"))
 
     # With a parser, every sentence's tree reaches the encoder (a stand-in parser: a chain).
-    import steps.parsing
+    import steps.parse.backends
 
     parsed = []
 
@@ -222,7 +222,7 @@ def test_sla_encoder_needs_a_parser_for_parse_mode(tiny_encoders, wikiann_slice,
             parsed.extend(sentences)
             yield [{"head": list(range(len(words)))} for words in sentences]
 
-    monkeypatch.setattr(steps.parsing, "CorpusParser", ChainParser)
+    monkeypatch.setattr(steps.parse.backends, "CorpusParser", ChainParser)
     step = ner_step(tiny_encoders["MPT-SLA"], wikiann_slice, sla_parse="parse", corpus_parser=tmp_path, epochs=1)
     result = step.result(LocalWorkspace(tmp_path / "workspace"))
     assert len(parsed) == 240 + 80 + 80

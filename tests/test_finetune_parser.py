@@ -10,11 +10,11 @@ import torch
 from tango.workspaces import LocalWorkspace
 
 from models.biaffine_parser import BiaffineDependencyParser, mst_heads
-from steps.data_root import DataPath
-from steps.encoders import RandomInitEncoder
-from steps.finetune_parser import FinetuneUdParser, ParserTrainingConfig, bucketed_batches
-from steps.parsing import PUNCTUATION_UPOS
-from steps.readers import check_tree, read_conllu, write_conllu
+from steps.common.data_root import DataPath
+from steps.pretrain.encoders import RandomInitEncoder
+from steps.finetune.ud_parser import FinetuneUdParser, ParserTrainingConfig, bucketed_batches
+from steps.parse.backends import PUNCTUATION_UPOS
+from steps.data.readers import check_tree, read_conllu, write_conllu
 
 TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
               "max_position_embeddings": 128}
@@ -89,7 +89,7 @@ def test_mst_recovers_a_tree_the_scores_clearly_encode():
 
 
 def test_parser_loss_and_decode_shapes(plain_encoder):
-    from steps.encoders import load_encoder
+    from steps.pretrain.encoders import load_encoder
 
     encoder, _ = load_encoder(plain_encoder)
     torch.manual_seed(0)
@@ -197,7 +197,7 @@ def test_sla_encoder_needs_a_parse_or_an_explicit_global_mode(sla_encoder, treeb
 
 def test_sla_parse_mode_feeds_the_corpus_parsers_trees(sla_encoder, treebank_slice, tmp_path, monkeypatch):
     """With sla_parse="parse" every split is parsed by the corpus parser (a stub here: a chain)."""
-    import steps.finetune_parser as module
+    import steps.finetune.ud_parser as module
 
     parsed = []
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from steps.parsing import CorpusParser, ParserBudget, attachment_scores, evaluate_parser, train_udpipe
-from steps.readers import read_conllu, write_conllu
+from steps.parse.backends import CorpusParser, ParserBudget, attachment_scores, evaluate_parser, train_udpipe
+from steps.data.readers import read_conllu, write_conllu
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -117,7 +117,7 @@ def test_smoke_cell_reuses_data_steps_and_tables_match_the_cache(smoke_workspace
 
     out = tmp_path / "tables"
     tables = subprocess.run(
-        [sys.executable, "-m", "steps.tables", "experiments/smoke/wolof_m.jsonnet", "experiments/smoke/wolof_mx.jsonnet",
+        [sys.executable, "-m", "reporting.tables", "experiments/smoke/wolof_m.jsonnet", "experiments/smoke/wolof_mx.jsonnet",
          "--workspace", str(workspace), "--out", str(out), "--scale", "smoke"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
@@ -138,7 +138,7 @@ def test_report_lists_cache_entries_copied_from_another_workspace(smoke_workspac
     from tango.step_info import StepState
     from tango.workspaces import LocalWorkspace
 
-    from steps.report import completed_steps
+    from reporting.report import completed_steps
 
     workspace, _ = smoke_workspace
     copied = tmp_path / "copied"

@@ -8,8 +8,8 @@ import pytest
 import torch
 from tango.workspaces import LocalWorkspace
 
-from steps.inputs import make_instances
-from steps.pretrain import CRASH_AFTER_STEP_ENV, BatchOrder, PretrainingConfig, PretrainMicrobert, evenly_spaced
+from steps.data.inputs import make_instances
+from steps.pretrain.pretrain import CRASH_AFTER_STEP_ENV, BatchOrder, PretrainingConfig, PretrainMicrobert, evenly_spaced
 
 TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
               "max_position_embeddings": 128}
@@ -124,7 +124,7 @@ def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run
 
 
 def test_mlm_only_data_pretrains_condition_m_and_refuses_the_others(wolof_dev_sentences, tokenizer_dir, tmp_path):
-    from steps.data_steps import BuildMlmPretrainingData
+    from steps.data.inputs import BuildMlmPretrainingData
 
     corpus = {"train": [s["tokens"] for s in wolof_dev_sentences[:96]], "dev": [s["tokens"] for s in wolof_dev_sentences[300:320]]}
     workspace = LocalWorkspace(tmp_path / "workspace")

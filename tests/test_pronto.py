@@ -7,9 +7,9 @@ import json
 import pytest
 from tango.workspaces import LocalWorkspace
 
-from steps.data_root import DataError, DataPath
-from steps.encoders import RandomInitEncoder
-from steps.pronto import (
+from steps.common.data_root import DataError, DataPath
+from steps.pretrain.encoders import RandomInitEncoder
+from steps.finetune.pronto import (
     TASKS, FinetunePronto, PrOntoConfig, add_key_tokens, encode_rows, get_task, label_space, read_pronto_tsv,
 )
 
@@ -30,7 +30,7 @@ def read_split(sample, task, split):
 @pytest.fixture(scope="module")
 def spanish_tokenizer_dir(sample, tmp_path_factory):
     """A small WordPiece vocabulary from the sample's verses, so most words split into pieces."""
-    from steps.vocab import train_wordpiece
+    from steps.data.vocab import train_wordpiece
 
     texts = [row.text.split() for task in ("sentence_mood", "proper_noun_subject") for row in read_split(sample, task, "train")[:600]]
     path = tmp_path_factory.mktemp("spanish-tokenizer")
@@ -106,7 +106,7 @@ def test_reader_errors_name_the_file_and_line(tmp_path, task, content, message):
 
 
 def test_pair_key_becomes_one_new_token_after_the_last_sep(sample, spanish_tokenizer_dir):
-    from steps.vocab import load_tokenizer
+    from steps.data.vocab import load_tokenizer
 
     tokenizer = load_tokenizer(spanish_tokenizer_dir)
     original_size = len(tokenizer)
@@ -132,7 +132,7 @@ def test_pair_key_becomes_one_new_token_after_the_last_sep(sample, spanish_token
 
 
 def test_a_key_already_in_the_vocabulary_is_refused(spanish_tokenizer_dir):
-    from steps.vocab import load_tokenizer
+    from steps.data.vocab import load_tokenizer
 
     tokenizer = load_tokenizer(spanish_tokenizer_dir)
     with pytest.raises(DataError, match="already vocabulary items"):
@@ -152,7 +152,7 @@ def excerpt(sample, tmp_path, task, split, lines):
 def test_pronto_texts_leave_out_every_evaluation_text(sample, tmp_path):
     """The pretraining texts of the Spanish sample: train texts of the three tasks with training
     data, none of which occurs in any of their dev or test files, each once, every 20th in dev."""
-    from steps.pronto import PrOntoTexts
+    from steps.finetune.pronto import PrOntoTexts
 
     tasks = ["nonpronominal_mention", "proper_noun_subject", "sentence_mood"]
     evaluation = [(task, split) for task in tasks for split in ("dev", "test")]

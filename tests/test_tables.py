@@ -2,7 +2,7 @@
 
 A stand-in fine-tuning step (registered here) writes a metrics.json with a chosen LAS, so the
 test exercises the real score_cell / aggregate_cell steps, the real Tango cache lookups of
-`steps.tables`, and the paper values, in seconds.
+`reporting.tables`, and the paper values, in seconds.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from tango.step_graph import StepGraph
 from tango.workspaces import LocalWorkspace
 
 import steps  # noqa: F401
-from steps import tables
-from steps.formats import DirectoryFormat
+from reporting import tables
+from steps.common.formats import DirectoryFormat
 
 
 @Step.register("fake_finetune_for_tables_test")
@@ -92,7 +92,7 @@ def test_tables_from_partly_filled_cache(tmp_path):
 
 
 def test_aggregate_refuses_mixed_cells():
-    from steps.scoring import AggregateCell
+    from steps.evaluate.scoring import AggregateCell
 
     one = {"table": "table2", "row": "M", "column": "wolof", "scale": "cpu", "task": "ud_parsing", "metric": "las",
            "seed": 1, "test": 70.0, "dev": 71.0}

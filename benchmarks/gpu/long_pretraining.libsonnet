@@ -8,7 +8,7 @@
 // thread so that `tango run -j 10` fine-tunes all ten cells at once (on 2 cores, pass
 // `-o '{"steps.ud_parser_s42.num_threads": 2, …}'`: threads are not in the cache key). Score cells
 // take the row "<condition>-long", so they stay apart from the cpu cells in reports
-// (steps.report "Seed noise"). Seeds as in benchmarks/seeds.
+// (reporting.report "Seed noise"). Seeds as in benchmarks/seeds.
 local lib = import "../../configs/lib.libsonnet";
 
 function(condition, seeds=[42, 43, 44, 45, 46])

@@ -1,7 +1,7 @@
 """Regenerate the paper's result tables from whatever the Tango cache holds; trains nothing.
 
-    python -m steps.tables                      # all experiment files, tables under docs/tables/
-    python -m steps.tables --scale cpu experiments/wolof_m.jsonnet experiments/wolof_random_init.jsonnet
+    python -m reporting.tables                      # all experiment files, tables under docs/tables/
+    python -m reporting.tables --scale cpu experiments/wolof_m.jsonnet experiments/wolof_random_init.jsonnet
 
 For every experiment file, the config is built into its step graph (same ext vars as ``tango
 run``: the environment) and each ``aggregate_cell`` step is looked up in the workspace cache by its
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .scoring import format_mean_sd
+from steps.evaluate.scoring import format_mean_sd
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path) -> Tupl
     from tango.step_graph import StepGraph
     from tango.workspaces import LocalWorkspace
 
-    from .scoring import AggregateCell
+    from steps.evaluate.scoring import AggregateCell
 
     workspace = LocalWorkspace(workspace_dir)
     cells: Dict[Tuple[str, str, str, str], Cell] = {}

@@ -35,10 +35,10 @@ import torch
 from tango import Step
 from tango.common import FromParams, Tqdm
 
-from .data_root import DataError, DataPath, iter_lines
-from .encoders import _hub_tokenizer, resolve_encoder_dir
-from .formats import DirectoryFormat
-from .runtime import torch_threads
+from steps.common.data_root import DataError, DataPath, iter_lines
+from steps.pretrain.encoders import _hub_tokenizer, resolve_encoder_dir
+from steps.common.formats import DirectoryFormat
+from steps.common.runtime import torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ def load_classifier(encoder: Union[str, Path], num_labels: int, labels: Sequence
     import models  # noqa: F401  (registers model_type "microbert" before any config is read)
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    from .vocab import load_tokenizer
+    from steps.data.vocab import load_tokenizer
 
     directory = resolve_encoder_dir(encoder)
     config = AutoConfig.from_pretrained(directory)

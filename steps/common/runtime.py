@@ -1,7 +1,8 @@
-"""Process settings that a step changes only for its own run."""
+"""Process settings that a step changes only for its own run, and the seeds every training step derives."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from typing import Any, Iterator, Optional
 
 import torch
@@ -28,3 +29,9 @@ def fused_adamw(params: Any, **settings: Any) -> torch.optim.AdamW:
     implementation (up to float rounding), one kernel for all parameters instead of a dozen small
     ops per tensor (benchmarks/bench_finetune_step.py measures the fine-tuning step)."""
     return torch.optim.AdamW(params, fused=True, **settings)
+
+
+def derived_seed(seed: int, purpose: str, index: int = 0) -> int:
+    """A 63-bit seed for one (purpose, index), independent of everything else that drew before."""
+    digest = hashlib.sha256(f"{seed}/{purpose}/{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1

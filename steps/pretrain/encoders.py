@@ -25,9 +25,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from tango import Step
 
-from .formats import DirectoryFormat
-from .inputs import expand_tree
-from .vocab import encode_words, load_tokenizer
+from steps.common.formats import DirectoryFormat
+from steps.data.inputs import expand_tree
+from steps.data.vocab import encode_words, load_tokenizer
 
 logger = logging.getLogger(__name__)
 

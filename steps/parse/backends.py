@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from tango.common import FromParams
 
-from .readers import Sentence, read_conllu, write_conllu
+from steps.data.readers import Sentence, read_conllu, write_conllu
 
 logger = logging.getLogger(__name__)
 

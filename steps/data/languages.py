@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional
 
-from .data_root import DataError
+from steps.common.data_root import DataError
 
 
 @dataclass(frozen=True)

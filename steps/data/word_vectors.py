@@ -13,8 +13,8 @@ from typing import Any, Dict
 
 from tango import Step
 
-from .data_root import DataError
-from .formats import DirectoryFormat
+from steps.common.data_root import DataError
+from steps.common.formats import DirectoryFormat
 
 VECTORS_FILE = "vectors.pt"
 

@@ -37,12 +37,11 @@ import torch
 from tango import Step
 from tango.common import FromParams, Tqdm
 
-from .batching import bucketed_batches
-from .data_root import DataError, DataPath, iter_lines
-from .encoders import collate_word_features, encode_words_batch, encoder_uses_sla, load_encoder
-from .formats import DirectoryFormat
-from .pretrain import derived_seed
-from .runtime import fused_adamw, torch_threads
+from steps.common.batching import bucketed_batches
+from steps.common.data_root import DataError, DataPath, iter_lines
+from steps.pretrain.encoders import collate_word_features, encode_words_batch, encoder_uses_sla, load_encoder
+from steps.common.formats import DirectoryFormat
+from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -232,7 +231,7 @@ def _batches(features: Sequence[Dict[str, Any]], tags: Sequence[List[int]], batc
 
 @Step.register("finetune_ner")
 class FinetuneNer(Step):
-    """Fine-tune ``encoder`` (an encoder source, `steps.encoders`) on WikiAnn NER and score it.
+    """Fine-tune ``encoder`` (an encoder source, `steps.pretrain.encoders`) on WikiAnn NER and score it.
 
     ``sla_parse`` matters only for SLA encoders: ``"parse"`` feeds each sentence's tree from
     ``corpus_parser`` (a ``train_corpus_parser`` result), ``"global"`` runs plain attention.
@@ -267,7 +266,7 @@ class FinetuneNer(Step):
         for name, sentences in splits.items():
             heads = None
             if parser_dir is not None:
-                from .parsing import CorpusParser
+                from steps.parse.backends import CorpusParser
 
                 parser = CorpusParser(Path(parser_dir))
                 words = [s["tokens"] for s in sentences]

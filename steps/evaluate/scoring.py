@@ -3,7 +3,7 @@
 A fine-tuning step (``finetune_ud_parser``, ``finetune_ner``, ``finetune_pronto``) writes a
 ``metrics.json`` naming its ``primary_metric`` and its dev/test figures (in percent). ``score_cell`` turns one
 such result into one scored cell of a paper table for one seed; ``aggregate_cell`` combines the
-seeds of a cell into mean ± sd. ``python -m steps.tables`` finds the ``aggregate_cell`` steps of
+seeds of a cell into mean ± sd. ``python -m reporting.tables`` finds the ``aggregate_cell`` steps of
 every experiment file in the cache and writes the tables.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 
 from tango import JsonFormat, Step
 
-from .data_root import DataError
+from steps.common.data_root import DataError
 
 def cell_value(metrics: Dict[str, Any], split: str, where: str) -> Optional[float]:
     """The primary metric of one split; None if the split was not scored. Fine-tuning steps

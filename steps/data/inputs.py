@@ -26,12 +26,18 @@ padding), so they are not stored.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .data_root import DataError
-from .readers import Sentence, check_tree
-from .vocab import encode_words
+from tango import Step
+from tango.format import DillFormat
+
+from steps.common.data_root import DataError, DataPath
+from steps.data.readers import Sentence, check_tree, read_conllu
+from steps.data.vocab import encode_words, load_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -136,3 +142,79 @@ def mix_in_treebank(corpus_rows: List[Instance], treebank_rows: List[Instance], 
         logger.info("treebank has %d rows, more than 1/%d of %d corpus rows: using the first %d", len(treebank_rows), ratio, len(corpus_rows), target)
     cycled = list(itertools.islice(itertools.cycle(treebank_rows), target))
     return list(corpus_rows) + cycled
+
+
+@Step.register("build_pretraining_data")
+class BuildPretrainingData(Step):
+    """Model inputs for pretraining: parsed corpus rows plus gold treebank rows mixed in at 1:ratio
+    (train: cycled to floor(N/ratio) rows; dev: appended once), tokenized with the vocabulary and
+    with trees expanded to subwords. See :mod:`steps.data.inputs` for the instance schema.
+
+    Result: ``{"train": [instance], "dev": [instance], "xpos_labels": [str], "stats": {...}}``.
+    """
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DillFormat("gz")
+
+    def run(  # type: ignore[override]
+        self,
+        parsed_corpus: Dict[str, Any],
+        tokenizer: Path,
+        treebank_train: DataPath,
+        treebank_dev: DataPath,
+        max_length: int = 128,
+        treebank_ratio: int = 8,
+    ) -> Dict[str, Any]:
+        subword_tokenizer = load_tokenizer(tokenizer)
+        gold = {"train": read_conllu(treebank_train.resolve()), "dev": read_conllu(treebank_dev.resolve())}
+        result: Dict[str, Any] = {"stats": {}}
+        for split in ("train", "dev"):
+            corpus_rows = make_instances(subword_tokenizer, parsed_corpus[split], False, max_length, f"parsed corpus ({split})")
+            gold_rows = make_instances(subword_tokenizer, gold[split], True, max_length, str(treebank_train.resolve() if split == "train" else treebank_dev.resolve()))
+            if split == "train":
+                rows = mix_in_treebank(corpus_rows, gold_rows, treebank_ratio)
+            else:
+                rows = corpus_rows + gold_rows
+            if not rows:
+                raise DataError(f"no {split} instances left after tokenization (max_length={max_length})")
+            result[split] = rows
+            result["stats"][f"{split}_rows"] = len(rows)
+            result["stats"][f"{split}_gold_rows"] = sum(r["tree_is_gold"][0] for r in rows)
+            result["stats"][f"{split}_subwords"] = sum(len(r["input_ids"]) - 2 for r in rows)
+        # XPOS labels from gold rows only: X is trained on gold treebank tags (paper §4.2).
+        xpos_counts = Counter(tag for r in result["train"] if r["tree_is_gold"][0] for tag in r["xpos"])
+        result["xpos_labels"] = sorted(xpos_counts)
+        self.logger.info("pretraining data: %s", json.dumps(result["stats"]))
+        return result
+
+
+@Step.register("build_mlm_pretraining_data")
+class BuildMlmPretrainingData(Step):
+    """Model inputs for MLM-only pretraining (condition M) from text nobody parsed: a corpus-shaped
+    ``{"train": [[word]], "dev": [[word]]}`` (``load_corpus`` or ``pronto_texts``) tokenized with
+    the vocabulary. No trees, no tags and no treebank mix, so ``pretrain_microbert`` refuses any
+    condition but M on it (``"trees": False``).
+
+    Result: like ``build_pretraining_data``'s, with ``xpos_labels`` empty.
+    """
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DillFormat("gz")
+
+    def run(self, corpus: Dict[str, Any], tokenizer: Path, max_length: int = 128) -> Dict[str, Any]:  # type: ignore[override]
+        subword_tokenizer = load_tokenizer(tokenizer)
+        result: Dict[str, Any] = {"stats": {}, "xpos_labels": [], "trees": False}
+        for split in ("train", "dev"):
+            rows = make_mlm_instances(subword_tokenizer, corpus.get(split) or [], max_length, f"MLM text ({split})")
+            if not rows:
+                raise DataError(f"build_mlm_pretraining_data: no {split} text left after tokenization "
+                                f"({len(corpus.get(split) or [])} {split} sentences, max_length={max_length})")
+            result[split] = rows
+            result["stats"][f"{split}_rows"] = len(rows)
+            result["stats"][f"{split}_subwords"] = sum(len(r["input_ids"]) - 2 for r in rows)
+        self.logger.info("MLM pretraining data: %s", json.dumps(result["stats"]))
+        return result

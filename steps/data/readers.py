@@ -21,7 +21,7 @@ from typing import Dict, List, Sequence, Tuple
 import conllu
 from conllu.exceptions import ParseException
 
-from .data_root import DataError, DataPath, iter_lines
+from steps.common.data_root import DataError, DataPath, iter_lines
 
 logger = logging.getLogger(__name__)
 

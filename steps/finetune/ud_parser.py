@@ -7,7 +7,7 @@
 A biaffine parser (`models.biaffine_parser`) on gold tokens, no POS input, trained with the encoder
 fine-tuned at a reduced learning rate (the MicroBERT paper; the reference CLI would freeze it),
 gradient values clipped at 5, model selection on MST-decoded dev LAS. Scores exclude gold PUNCT and
-SYM and compare universal relations (`steps.parsing.attachment_scores`); the official UD scorer
+SYM and compare universal relations (`steps.parse.backends.attachment_scores`); the official UD scorer
 (``udtools.udeval``) is run as well and its figures are kept beside ours.
 
 Unlike the reference, whose "test" file was really the dev set (SPEC §L13), dev selects and test is
@@ -26,14 +26,13 @@ import torch
 from tango import Step
 from tango.common import FromParams, Tqdm
 
-from .batching import bucketed_batches
-from .data_root import DataError, DataPath
-from .encoders import SLA_PARSE_MODES, collate_word_features, encode_words_batch, encoder_uses_sla, load_encoder
-from .formats import DirectoryFormat
-from .parsing import CorpusParser, attachment_scores
-from .pretrain import derived_seed
-from .readers import Sentence, read_conllu, write_conllu
-from .runtime import fused_adamw, torch_threads
+from steps.common.batching import bucketed_batches
+from steps.common.data_root import DataError, DataPath
+from steps.pretrain.encoders import SLA_PARSE_MODES, collate_word_features, encode_words_batch, encoder_uses_sla, load_encoder
+from steps.common.formats import DirectoryFormat
+from steps.parse.backends import CorpusParser, attachment_scores
+from steps.data.readers import Sentence, read_conllu, write_conllu
+from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 
 logger = logging.getLogger(__name__)
 

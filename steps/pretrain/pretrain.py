@@ -29,11 +29,11 @@ import torch
 from tango import Step
 from tango.common import FromParams, Tqdm
 
-from .batching import bucketed_batches
-from .collate import IGNORE_INDEX, PretrainingCollator, collate_batches
-from .formats import DirectoryFormat
-from .runtime import torch_threads
-from .vocab import load_tokenizer
+from steps.common.batching import bucketed_batches
+from steps.pretrain.collate import IGNORE_INDEX, PretrainingCollator, collate_batches
+from steps.common.formats import DirectoryFormat
+from steps.common.runtime import derived_seed, torch_threads
+from steps.data.vocab import load_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -110,12 +110,6 @@ class PretrainingConfig(FromParams):
 
     def to_dict(self) -> Dict[str, Any]:
         return dict(vars(self), warmup_steps=self.warmup_steps)
-
-
-def derived_seed(seed: int, purpose: str, index: int = 0) -> int:
-    """A 63-bit seed for one (purpose, index), independent of everything else that drew before."""
-    digest = hashlib.sha256(f"{seed}/{purpose}/{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
 
 
 class BatchOrder:

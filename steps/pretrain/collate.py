@@ -1,4 +1,4 @@
-"""Instances (see :mod:`steps.inputs`) → the padded tensor batch `MicroBertForPretraining` takes.
+"""Instances (see :mod:`steps.data.inputs`) → the padded tensor batch `MicroBertForPretraining` takes.
 
 ==================  ===========  ==================================================================
 field               shape        content
@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from transformers import DataCollatorForLanguageModeling
 
-from .inputs import Instance
+from steps.data.inputs import Instance
 
 IGNORE_INDEX = -100
 NO_HEAD = -1
@@ -80,7 +80,7 @@ class PretrainingCollator:
 
         for b, row in enumerate(instances):
             ids = row["input_ids"]
-            # MLM-only rows (steps.inputs.make_mlm_instances) have no tree and no tags.
+            # MLM-only rows (steps.data.inputs.make_mlm_instances) have no tree and no tags.
             head, tags = row.get("head", []), row.get("xpos")
             if ("head" in row and len(head) != len(ids) - 2) or (tags is not None and len(row["token_spans"]) != len(tags) + 2):
                 raise ValueError(

@@ -1,0 +1,1 @@
+"""Command-line tools that read the step cache and write docs/: tables, report. Not steps."""

@@ -1,0 +1,1 @@
+"""common stage of the DAG; see steps/__init__.py."""

@@ -1,0 +1,1 @@
+"""data stage of the DAG; see steps/__init__.py."""

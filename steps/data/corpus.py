@@ -1,0 +1,86 @@
+"""The DAG's first node: a language's unlabeled corpus as sentences of tokens.
+
+    raw corpus files ──► load_corpus ──► train_word_vectors / parse_corpus / train_tokenizer
+
+Deterministic and cached; its config depends only on (language, scale), so all conditions of a
+language share one corpus entry.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import unicodedata
+from typing import Any, Dict, List, Optional
+
+from tango import Step
+from tango.format import DillFormat
+
+from steps.common.data_root import DataError, DataPath
+from steps.data.languages import get_language
+from steps.data.readers import read_corpus_documents, split_documents
+
+logger = logging.getLogger(__name__)
+
+
+def _is_punctuation(char: str) -> bool:
+    return unicodedata.category(char).startswith("P")
+
+
+def split_edge_punctuation(token: str) -> List[str]:
+    """Split leading and trailing punctuation off a whitespace token ("(Almaañ)," → "(", "Almaañ",
+    ")", ","), keeping word-internal punctuation ("xam-xam"). An offline stand-in for the
+    reference's Stanza retokenization (SPEC §A.2), which no downloadable model serves here; it makes
+    corpus tokens look like UD tokens, which the corpus parser was trained on."""
+    start, end = 0, len(token)
+    while start < end and _is_punctuation(token[start]):
+        start += 1
+    while end > start and _is_punctuation(token[end - 1]):
+        end -= 1
+    return list(token[:start]) + ([token[start:end]] if start < end else []) + list(token[end:])
+
+
+@Step.register("load_corpus")
+class LoadCorpus(Step):
+    """Read a language's unlabeled corpus: markup stripped, sentences split, whitespace tokens,
+    documents split 90/10 train/dev with MicroBERT's seed. The scale caps how many sentences each
+    split keeps (taken in the shuffled document order, so a cap is a prefix of the full split).
+
+    Result: ``{"train": [[token]], "dev": [[token]], "stats": {...}}``; ``stats`` records the
+    whitespace-token counts of the full splits (the figures of the paper's Table 1).
+    """
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DillFormat("gz")
+
+    def run(  # type: ignore[override]
+        self,
+        language: str,
+        corpus: DataPath,
+        corpus_format: Optional[str] = None,
+        split_punctuation: bool = True,
+        max_train_sentences: Optional[int] = None,
+        max_dev_sentences: Optional[int] = None,
+        seed: int = 1337,
+    ) -> Dict[str, Any]:
+        lang = get_language(language)
+        documents = read_corpus_documents(corpus, corpus_format or lang.corpus_format)
+        splits = split_documents(documents, seed=seed)
+        caps = {"train": max_train_sentences, "dev": max_dev_sentences}
+        result: Dict[str, Any] = {"stats": {"documents": len(documents)}}
+        for split, docs in splits.items():
+            sentences = [s for _, doc in docs for s in doc]
+            result["stats"][f"{split}_whitespace_tokens"] = sum(len(s) for s in sentences)
+            result["stats"][f"{split}_sentences"] = len(sentences)
+            if caps[split] is not None:
+                sentences = sentences[: caps[split]]
+            if split_punctuation:
+                sentences = [[piece for token in s for piece in split_edge_punctuation(token)] for s in sentences]
+            if not sentences:
+                raise DataError(f"{corpus.resolve()}: the {split} split is empty")
+            result[split] = sentences
+            result["stats"][f"{split}_sentences_kept"] = len(sentences)
+            result["stats"][f"{split}_tokens_kept"] = sum(len(s) for s in sentences)
+        self.logger.info("corpus %s: %s", language, json.dumps(result["stats"]))
+        return result

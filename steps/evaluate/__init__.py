@@ -1,0 +1,1 @@
+"""evaluate stage of the DAG; see steps/__init__.py."""

@@ -1,0 +1,1 @@
+"""finetune stage of the DAG; see steps/__init__.py."""

@@ -1,0 +1,1 @@
+"""parse stage of the DAG; see steps/__init__.py."""
