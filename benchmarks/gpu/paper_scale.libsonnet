@@ -1,0 +1,49 @@
+// Wolof at the paper's scale, for one GPU allocation (issue 14). Over a cpu cell it changes:
+//   corpus       the whole 34k-sentence train split (no 10k cap); the same config as the cpu cell's
+//                `vectors_corpus`, so it is one cached entry; the corpus parser stays the cpu one
+//   pretraining  SPEC §G: 62,500 steps × 256 rows, lr 3e-3, 10k warmup, 512 subwords, checkpoint
+//                every 5k steps so a 10-minute command loses at most one interval
+//   fine-tuning  `regime`: "paper" (SPEC §H: 3×400 BiLSTM, 300 epochs of 200 batches, patience 50)
+//                or "paper_tenth" (ours, an intermediate stand-in: the paper's head and rates, 30
+//                epochs, patience 10), one CPU thread each so `tango run -j` fills the machine
+// Score cells are scale "gpu-<regime>", so tables keep them apart from the cpu and paper files.
+local lib = import "../../configs/lib.libsonnet";
+
+local paper_ud = {
+  epochs: 300, batches_per_epoch: 200, patience: 50, lr: 1e-3, encoder_lr: 5e-5, betas: [0.9, 0.999],
+  lstm_hidden: 400, lstm_layers: 3, dropout: 0.3, input_dropout: 0.3,
+};
+local regimes = {
+  paper: { ud: paper_ud, ner: { epochs: 300, patience: 50, encoder_lr: 1e-5 } },
+  paper_tenth: { ud: paper_ud + { epochs: 30, patience: 10 }, ner: { epochs: 30, patience: 10, encoder_lr: 1e-5 } },
+};
+
+local overlay(cell, regime, loader_workers) = {
+  steps: std.mapWithKey(
+    function(name, step)
+      if step.type == "load_corpus" then step + { max_train_sentences: null, max_dev_sentences: null }
+      else if step.type == "build_pretraining_data" then step + { max_length: 512 }
+      else if step.type == "pretrain_microbert" then step + {
+        // 256-row batches without accumulation: the paper's rows per step in one launch each.
+        training+: lib.scales.paper.pretrain.training + { lr: 3e-3, batch_size: 256, grad_accumulation: 1, checkpoint_every: 5000 },
+        loader_workers: loader_workers,
+      }
+      else if step.type == "finetune_ud_parser" then step + { config+: regimes[regime].ud, num_threads: 1 }
+      else if step.type == "finetune_ner" then step + { config+: regimes[regime].ner, num_threads: 1 }
+      else if step.type == "score_cell" then step + { scale: "gpu-" + regime }
+      else step,
+    cell.steps
+  ),
+};
+
+{
+  regimes: std.objectFields(regimes),
+  // condition: a paper condition ("M", "MXPT-SLA", …) or "random-init".
+  wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6)::
+    assert std.objectHas(regimes, regime) : "unknown regime " + regime + "; known: " + std.join(", ", std.objectFields(regimes));
+    overlay(
+      if condition == "random-init" then lib.random_init_experiment("wolof", "cpu", seeds=seeds)
+      else lib.experiment("wolof", condition, "cpu", seeds=seeds),
+      regime, loader_workers
+    ),
+}

@@ -1,0 +1,52 @@
+"""The GPU campaign's driver on CPU: phase time limits, pack/unpack of cache entries, and the
+paper-scale files reusing the cpu cell's corpus and corpus parser (benchmarks/gpu)."""
+import json
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.gpu import campaign
+from tools.step_ids import REPO
+
+
+def test_a_phase_past_its_budget_is_stopped_and_says_call_again():
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    start = time.monotonic()
+    assert campaign.run_all([sleeper, sleeper], budget=1) == campaign.OUT_OF_TIME
+    assert time.monotonic() - start < 15
+    assert campaign.run_all([[sys.executable, "-c", "pass"]], budget=30) == 0
+    assert campaign.run_all([[sys.executable, "-c", "raise SystemExit(2)"]], budget=30) == 1
+
+
+def test_pack_and_unpack_round_trip_the_new_cache_entries(tmp_path):
+    cache = tmp_path / "gpu" / "cache"
+    (cache / "Old-001-a").mkdir(parents=True)
+    (cache / "Old-001-a" / "x").write_text("old")
+    since = time.time() + 1
+    time.sleep(1.1)
+    for name, size in (("Pretrain-002-b", 40 * 2**20), ("Score-001-c", 10)):
+        (cache / name).mkdir()
+        (cache / name / "data.bin").write_bytes(bytes(range(256)) * (size // 256 + 1))
+    parts = campaign.pack(tmp_path / "gpu", tmp_path / "out", since)
+    assert len(parts) >= 1 and all(p.stat().st_size <= campaign.PART_BYTES for p in parts)
+    campaign.unpack(tmp_path / "out", tmp_path / "here")
+    unpacked = sorted(p.name for p in (tmp_path / "here" / "cache").iterdir())
+    assert unpacked == ["Pretrain-002-b", "Score-001-c"]
+    assert (tmp_path / "here" / "cache" / "Pretrain-002-b" / "data.bin").read_bytes() == (cache / "Pretrain-002-b" / "data.bin").read_bytes()
+
+
+def test_paper_scale_files_reuse_the_cpu_corpus_parser_and_take_the_whole_corpus():
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    recorded = json.loads((REPO / "tests" / "data" / "step_ids.json").read_text())["experiments/wolof_m.jsonnet"]
+    for file in campaign.FILES:
+        graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+        assert graph["corpus"].unique_id == recorded["vectors_corpus"]  # uncapped: the cpu cell's vectors corpus
+        if "random_init" not in file:
+            assert graph["corpus_parser"].unique_id == recorded["corpus_parser"]
+            assert graph["pretrained_model"].kwargs["training"].max_steps == 62500
+        scores = [name for name in graph if "_score_s" in name]
+        assert len(scores) == 10 and all(graph[n].kwargs["scale"] == "gpu-paper_tenth" for n in scores)
