@@ -92,13 +92,14 @@ local pronto_tables = {
   // Fine-tuning and scoring of one encoder: for each task the language has data for, one
   // fine-tuning step and one score_cell per seed, and one aggregate_cell (mean ± sd) per table
   // cell — the node `python -m reporting.tables` reads. `encoder` is a ref to a pretrain_microbert /
-  // random_init_encoder step or an HF model name; `row` names the table row. An SLA encoder is
-  // given the corpus parser's parse of every sentence (sla_parse "parse", as the reference does).
+  // random_init_encoder step or an HF model name; `row` names the table row. An encoder whose
+  // attention needs a parse (`encoder_needs_parse`, e.g. SLA) is given the corpus parser's parse of
+  // every sentence (sla_parse "parse", as the reference does; the argument names are historic).
   // `pretrained`: false for the random-init control, whose PrOnto fine-tuning keeps the scale's
   // plain `finetune.pronto` settings; pretrained encoders add `finetune.pronto_pretrained` on top.
-  evaluation_steps(language, scale, encoder, row, seeds, uses_sla=false, pronto_data=null, pronto_missing_train=[], pretrained=true)::
+  evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true)::
     local s = scales[scale];
-    local sla = if uses_sla then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" };
+    local sla = if encoder_needs_parse then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" };
     local cell(task, table, column, finetune) =
       {
         [task + "_s" + seed]: finetune { config+: { seed: seed } }
@@ -224,9 +225,9 @@ local pronto_tables = {
                           pronto_missing_train=["same_sense", "same_arg_count"], pretrained=pretrained),
     },
 
-  // The paper's Table 2 conditions (SPEC §C): M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree
-  // losses, -SLA = syntax-aware local attention.
-  conditions: ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"],
+  // The paper's Table 2 conditions (SPEC §C) and, per condition, its objectives and attention
+  // variant: configs/conditions.libsonnet.
+  conditions: (import "conditions.libsonnet").names,
 
   // The data pipeline alone, shared by every condition (experiments/*_data.jsonnet).
   data_experiment(language, scale, parser_backend="stanza"):: {
@@ -252,7 +253,7 @@ local pronto_tables = {
           training: s.pretrain.training + { seed: seed },
         },
       } + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
-                             uses_sla=std.endsWith(condition, "-SLA"), pronto_data=pronto_data,
+                             encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
                              pronto_missing_train=pronto_missing_train),
     },
 

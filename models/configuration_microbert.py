@@ -16,10 +16,11 @@ Two settings deviate from the reference deliberately:
 
 from transformers import BertConfig
 
-SYNTAX_ATTENTION_TYPES = (None, "sla")
+from .attention import ATTENTION_VARIANTS
+from .objectives import OBJECTIVES
+
 POSITION_EMBEDDING_TYPES = ("absolute", "relative_key_query")
 SLA_WITHOUT_PARSE_MODES = ("error", "global")
-PRETRAINING_OBJECTIVES = "MXPT"  # MLM, XPOS tagging, SynCLM phrase loss, SynCLM tree loss
 PHRASE_SIMILARITIES = ("paper", "reference")
 
 
@@ -29,8 +30,9 @@ class MicroBertConfig(BertConfig):
 
     Args:
         syntax_attention (`str` or `None`, defaults to `None`):
-            `None` for plain self-attention, or ``"sla"`` for syntax-aware local attention
-            (paper Appendix A.1, Eq. 4-8; SPEC §F).  SLA adds one gate `Linear(hidden, 1)` per layer.
+            `None` for plain self-attention, or the name of a registered attention variant
+            (`models.attention`), e.g. ``"sla"`` for syntax-aware local attention (paper Appendix A.1,
+            Eq. 4-8; SPEC §F).  A variant with gates (SLA) adds one `Linear(hidden, 1)` per layer.
         sla_max_distance (`int`, defaults to 4):
             δ of paper Eq. 5: a key is visible to the local branch iff its windowed tree distance is ≤ δ.
         sla_window (`int`, defaults to 1):
@@ -39,7 +41,8 @@ class MicroBertConfig(BertConfig):
         sla_reference_window (`bool`, defaults to `False`):
             Reproduce the reference code's window {i-1, i} (SPEC §L6) instead of the symmetric one.
         sla_without_parse (`str`, defaults to ``"error"``):
-            What an SLA model does when `forward` gets no syntax mask (e.g. fine-tuning without parses):
+            What a model whose attention variant needs a parse (SLA) does when `forward` gets none
+            (e.g. fine-tuning without parses; the name is historic, kept for saved configs):
             ``"error"`` raises; ``"global"`` runs plain global attention and ignores the gates.
             The reference silently did the latter; here it has to be asked for.
         position_embedding_type (`str`, defaults to ``"absolute"``):
@@ -47,8 +50,9 @@ class MicroBertConfig(BertConfig):
             no absolute position embeddings are added; each layer has a (2·max_positions−1)×head_dim
             distance table used on both queries and keys, as in transformers 4.x).
         pretraining_objectives (`str`, defaults to ``"M"``):
-            Letters of the losses `MicroBertForPretraining` sums (paper §4): M = MLM, X = XPOS tagging,
-            P = SynCLM phrase loss, T = SynCLM tree loss.  SLA is `syntax_attention`, not a letter.
+            Letters of the registered objectives (`models.objectives`) whose losses
+            `MicroBertForPretraining` sums (paper §4): M = MLM, X = XPOS tagging, P = SynCLM phrase
+            loss, T = SynCLM tree loss.  SLA is `syntax_attention`, not a letter.
         num_xpos_labels (`int`, defaults to 0):
             Size of the XPOS tag set; required (> 0) when X is among the objectives.
         phrase_similarity (`str`, defaults to ``"paper"``):
@@ -84,8 +88,11 @@ class MicroBertConfig(BertConfig):
     tree_top_k: int = 3
 
     def __post_init__(self, **kwargs):
-        if self.syntax_attention not in SYNTAX_ATTENTION_TYPES:
-            raise ValueError(f"syntax_attention must be one of {SYNTAX_ATTENTION_TYPES}, got {self.syntax_attention!r}")
+        if self.syntax_attention is not None and self.syntax_attention not in ATTENTION_VARIANTS:
+            raise ValueError(
+                f"syntax_attention must be None or a registered attention variant {sorted(ATTENTION_VARIANTS)}, "
+                f"got {self.syntax_attention!r}"
+            )
         if self.position_embedding_type not in POSITION_EMBEDDING_TYPES:
             raise ValueError(
                 f"position_embedding_type must be one of {POSITION_EMBEDDING_TYPES}, "
@@ -95,10 +102,10 @@ class MicroBertConfig(BertConfig):
             raise ValueError(
                 f"sla_without_parse must be one of {SLA_WITHOUT_PARSE_MODES}, got {self.sla_without_parse!r}"
             )
-        unknown = set(self.pretraining_objectives) - set(PRETRAINING_OBJECTIVES)
+        unknown = set(self.pretraining_objectives) - set(OBJECTIVES)
         if unknown or "M" not in self.pretraining_objectives:
             raise ValueError(
-                f"pretraining_objectives must contain M and only letters of {PRETRAINING_OBJECTIVES!r}, "
+                f"pretraining_objectives must contain M and only registered letters {''.join(OBJECTIVES)!r}, "
                 f"got {self.pretraining_objectives!r}"
             )
         if "X" in self.pretraining_objectives and self.num_xpos_labels <= 0:

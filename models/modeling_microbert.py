@@ -1,17 +1,20 @@
-"""MicroBERT encoder with one attention extension point, plus its pretraining heads and losses.
+"""MicroBERT encoder with one attention extension point, plus the pretraining model.
 
 The encoder reuses transformers' BERT modules and replaces only what syntax needs:
 
 * `MicroBertSelfAttention` subclasses `BertSelfAttention`.  With nothing to modify it defers to the
   parent (and so to the SDPA kernel); otherwise it computes attention explicitly and applies an
-  `AttentionModifier`, the single hook through which syntax enters attention (SLA now; band masks,
-  graph-attention biases and Transformer-Grammar masks later).
+  `AttentionModifier`, the single hook through which syntax enters attention.
 * `MicroBertModel` owns the layer loop, so hook inputs travel as typed arguments instead of through
   transformers' `**kwargs` plumbing, and it can return the last layer's head-averaged attention (needed
-  by the SynCLM phrase loss) without materialising probabilities in the other layers.
+  by the SynCLM phrase loss) without materialising probabilities in the other layers.  Its attention
+  variant (``config.syntax_attention``: SLA now; band masks, graph-attention biases, Transformer-Grammar
+  masks later) is a builder looked up in `models.attention`.
+* `MicroBertForPretraining` sums the losses of its condition's objectives, looked up in
+  `models.objectives` (M, X, P, T), whose heads it registers as ``<name>_head``.
 
-Parameter names are those of `BertModel`, so a non-SLA encoder with absolute positions exports to a
-stock `bert` checkpoint (`MicroBertModel.export_encoder`).
+Parameter names are those of `BertModel`, so an encoder with plain attention and absolute positions
+exports to a stock `bert` checkpoint (`MicroBertModel.export_encoder`).
 
 Paper: Appendix A (SLA Eq. 4-8, InfoNCE Eq. 10, phrase Eq. 11, tree Eq. 12).  Spec: SPEC §C-F.
 """
@@ -19,11 +22,9 @@ Paper: Appendix A (SLA Eq. 4-8, InfoNCE Eq. 10, phrase Eq. 11, tree Eq. 12).  Sp
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import BertConfig, BertModel
 from transformers.masking_utils import create_bidirectional_mask
@@ -33,69 +34,24 @@ from transformers.models.bert.modeling_bert import (
     BertEmbeddings,
     BertEncoder,
     BertLayer,
-    BertPredictionHeadTransform,
     BertPreTrainedModel,
     BertSelfAttention,
 )
 
-from . import objectives
-from .configuration_microbert import PRETRAINING_OBJECTIVES, MicroBertConfig
-from .trees import TreeStructure, additive_attention_mask, sample_phrase_triples, sample_tree_sets, sla_allowed_mask
-
-LayerTensors = torch.Tensor | Sequence[torch.Tensor | None] | None
-
-
-def _for_layer(value: LayerTensors, layer_idx: int) -> torch.Tensor | None:
-    if value is None or isinstance(value, torch.Tensor):
-        return value
-    return value[layer_idx]
-
-
-@dataclass
-class AttentionModifier:
-    """The attention extension point: what a syntax method may change in self-attention.
-
-    Every field is optional and is either one tensor for all layers or a sequence with one entry
-    (tensor or None) per layer.  Shapes broadcast against the scores (B, heads, T, T).  Masks are
-    additive, 0 / ``finfo(dtype).min``; whatever masks are combined, every non-padding query row must
-    keep at least one key allowed (the [CLS] column is the usual safe choice), or its softmax is NaN.
-
-    score_bias:
-        Additive bias (B or 1, heads or 1, T, T) on the raw scaled scores of every branch, before the
-        softmax: 0 / ``finfo.min`` masks (band attention, Transformer-Grammar masks) or real-valued
-        biases (graph-attention scores).
-    gated_mask:
-        Additive mask (B or 1, heads or 1, T, T) defining a *second* attention distribution
-        A_l = softmax(S + score_bias + gated_mask) over the same scores S, mixed into the plain one
-        A_g = softmax(S + score_bias) with the layer's learned per-token gate g = σ(W h + b):
-        A = g·A_l + (1−g)·A_g (SLA, paper Eq. 6-8).  Needs a model built with a gate
-        (``config.syntax_attention="sla"``).
-    query_offset, key_offset, value_offset:
-        Additive terms (B, heads, T, head_dim) on the projected queries/keys/values, for methods that
-        fuse syntax representations into attention inputs (Syntax-augmented mBERT, SPEC §I).
-    """
-
-    score_bias: LayerTensors = None
-    gated_mask: LayerTensors = None
-    query_offset: LayerTensors = None
-    key_offset: LayerTensors = None
-    value_offset: LayerTensors = None
-
-    def for_layer(self, layer_idx: int) -> "AttentionModifier":
-        return AttentionModifier(
-            score_bias=_for_layer(self.score_bias, layer_idx),
-            gated_mask=_for_layer(self.gated_mask, layer_idx),
-            query_offset=_for_layer(self.query_offset, layer_idx),
-            key_offset=_for_layer(self.key_offset, layer_idx),
-            value_offset=_for_layer(self.value_offset, layer_idx),
-        )
-
-    def is_empty(self) -> bool:
-        return all(
-            value is None
-            for value in (self.score_bias, self.gated_mask, self.query_offset, self.key_offset, self.value_offset)
-        )
-
+from .attention import AttentionInputs, AttentionModifier, attention_variant
+from .attention.sla import sla_additive_mask
+from .conditions import parse_condition
+from .configuration_microbert import MicroBertConfig
+from .objectives import (  # noqa: F401  (heads and helpers re-exported from their historic home)
+    MicroBertMLMHead,
+    MicroBertXposHead,
+    ObjectiveInputs,
+    ScalarMix,
+    mean_pool_words,
+    objectives_for,
+    sequence_cross_entropy,
+)
+from .trees import TreeStructure
 
 ATTENTION_PROBABILITY_STAGES = (None, "pre_dropout", "post_dropout")
 
@@ -103,8 +59,8 @@ ATTENTION_PROBABILITY_STAGES = (None, "pre_dropout", "post_dropout")
 class MicroBertSelfAttention(BertSelfAttention):
     """`BertSelfAttention` plus the `AttentionModifier` hook, SLA gates and relative positions.
 
-    Extra parameters: ``local_attention_gate`` = Linear(hidden, 1) when ``syntax_attention="sla"``
-    (the reference's `selector`), and ``distance_embedding`` for ``relative_key_query``.
+    Extra parameters: ``local_attention_gate`` = Linear(hidden, 1) when the attention variant has
+    gates (SLA; the reference's `selector`), and ``distance_embedding`` for ``relative_key_query``.
     """
 
     def __init__(self, config: MicroBertConfig, layer_idx: int | None = None):
@@ -114,7 +70,8 @@ class MicroBertSelfAttention(BertSelfAttention):
             self.max_position_embeddings = config.max_position_embeddings
             self.distance_embedding = nn.Embedding(2 * config.max_position_embeddings - 1, self.attention_head_size)
         # Eq. 7: one gate value per token and layer, from the layer's input, shared by all heads.
-        self.local_attention_gate = nn.Linear(config.hidden_size, 1) if config.syntax_attention == "sla" else None
+        variant = attention_variant(config)
+        self.local_attention_gate = nn.Linear(config.hidden_size, 1) if variant is not None and variant.needs_gates else None
 
     def forward(
         self,
@@ -171,7 +128,7 @@ class MicroBertSelfAttention(BertSelfAttention):
             context, averaged = self._attend(global_probabilities, value, return_probabilities)
         else:
             if self.local_attention_gate is None:
-                raise ValueError("a gated_mask needs a model built with syntax_attention='sla'")
+                raise ValueError("a gated_mask needs a model whose attention variant has gates (syntax_attention='sla')")
             local_probabilities = torch.softmax(global_scores + modifier.gated_mask, dim=-1)
             gate = torch.sigmoid(self.local_attention_gate(hidden_states))[:, None]  # (B, 1, T, 1), Eq. 7
             context, averaged = self._attend_gated(global_probabilities, local_probabilities, gate, value, return_probabilities)
@@ -288,7 +245,8 @@ class MicroBertModelOutput(ModelOutput):
 
 
 class MicroBertModel(MicroBertPreTrainedModel):
-    """BERT encoder (no pooler by default, SPEC §C) with the `AttentionModifier` hook and SLA."""
+    """BERT encoder (no pooler by default, SPEC §C) with the `AttentionModifier` hook and the
+    attention variant of ``config.syntax_attention``."""
 
     _no_split_modules = ["BertEmbeddings", "MicroBertLayer"]
 
@@ -308,14 +266,7 @@ class MicroBertModel(MicroBertPreTrainedModel):
 
     def sla_mask(self, heads: torch.Tensor, structure: TreeStructure | None = None, dtype=torch.float32) -> torch.Tensor:
         """Additive (B, 1, T, T) SLA mask M of Eq. 5 from `heads`, with this config's δ and window."""
-        allowed = sla_allowed_mask(
-            heads,
-            self.config.sla_max_distance,
-            window=self.config.sla_window,
-            reference_window=self.config.sla_reference_window,
-            structure=structure,
-        )
-        return additive_attention_mask(allowed, dtype)
+        return sla_additive_mask(heads, self.config, structure, dtype)
 
     def forward(
         self,
@@ -325,6 +276,7 @@ class MicroBertModel(MicroBertPreTrainedModel):
         position_ids: torch.Tensor | None = None,
         inputs_embeds: torch.Tensor | None = None,
         heads: torch.Tensor | None = None,
+        tree_structure: TreeStructure | None = None,
         sla_mask: torch.Tensor | None = None,
         attention_modifier: AttentionModifier | None = None,
         output_hidden_states: bool = False,
@@ -334,9 +286,12 @@ class MicroBertModel(MicroBertPreTrainedModel):
         """Encode a batch.
 
         Args:
-            heads: (B, T) subword heads (see `trees`); an SLA model builds its mask from them.
-            sla_mask: (B, 1, T, T) additive SLA mask (e.g. precomputed by a collator); wins over `heads`.
-            attention_modifier: extra syntax inputs for attention (see `AttentionModifier`).
+            heads: (B, T) subword heads (see `trees`), read by attention variants that need a parse.
+            tree_structure: the `TreeStructure` of `heads`, when the caller already built one.
+            sla_mask: (B, 1, T, T) additive gated mask (e.g. precomputed by a collator) for a variant
+                with gates (SLA); wins over `heads`.
+            attention_modifier: extra syntax inputs for attention (see `AttentionModifier`), combined
+                with the variant's own.
             output_hidden_states: also return embeddings + every layer's output (for ScalarMix heads).
             return_last_layer_attention: None, "pre_dropout" or "post_dropout": also return the last
                 layer's attention probabilities averaged over heads (SynCLM phrase loss, SPEC §D).
@@ -349,7 +304,8 @@ class MicroBertModel(MicroBertPreTrainedModel):
         batch_size, length = embeddings.shape[:2]
         if attention_mask is None:
             attention_mask = torch.ones(batch_size, length, dtype=torch.long, device=embeddings.device)
-        modifier = self._with_syntax_attention(attention_modifier, heads, sla_mask, embeddings.dtype)
+        inputs = AttentionInputs(input_ids, attention_mask, heads, tree_structure, embeddings.dtype)
+        modifier = self._with_attention_variant(attention_modifier, inputs, sla_mask)
 
         prepared_mask = create_bidirectional_mask(config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask)
         key_padding_bias = torch.zeros(batch_size, 1, 1, length, dtype=embeddings.dtype, device=embeddings.device)
@@ -379,31 +335,30 @@ class MicroBertModel(MicroBertPreTrainedModel):
             last_layer_attention=last_layer_attention,
         )
 
-    def _with_syntax_attention(self, modifier, heads, sla_mask, dtype) -> AttentionModifier | None:
-        """Adds the SLA mask to the caller's modifier, or applies the configured no-parse policy."""
-        if self.config.syntax_attention != "sla":
+    def _with_attention_variant(self, modifier, inputs: AttentionInputs, sla_mask) -> AttentionModifier | None:
+        """The caller's modifier plus the variant's, or the configured no-parse policy."""
+        variant = attention_variant(self.config)
+        if variant is None:
             if sla_mask is not None:
                 raise ValueError("sla_mask given to a model built without syntax_attention='sla'")
             return modifier
-        if sla_mask is None and heads is not None:
-            sla_mask = self.sla_mask(heads, dtype=dtype)
-        if sla_mask is None:
+        if sla_mask is not None:
+            if not variant.needs_gates:
+                raise ValueError(f"sla_mask given to a model whose attention variant {variant.name!r} has no gates")
+            own = AttentionModifier(gated_mask=sla_mask.to(inputs.dtype))
+        elif variant.needs_parse and inputs.heads is None and inputs.structure is None:
             if self.config.sla_without_parse == "error":
                 raise ValueError(
-                    "this SLA model got neither `heads` nor `sla_mask`; pass a parse, or build the config with "
-                    "sla_without_parse='global' to run plain global attention explicitly"
+                    f"this model's attention ({variant.name!r}) needs a parse but got neither `heads` nor "
+                    "`sla_mask`; pass a parse, or build the config with sla_without_parse='global' to run "
+                    "plain global attention explicitly"
                 )
-            return modifier  # "global": A = A_g, the gates are not used
-        modifier = modifier if modifier is not None else AttentionModifier()
-        if modifier.gated_mask is not None:
-            raise ValueError("SLA and a caller-supplied gated_mask cannot be combined")
-        return AttentionModifier(
-            score_bias=modifier.score_bias,
-            gated_mask=sla_mask.to(dtype),
-            query_offset=modifier.query_offset,
-            key_offset=modifier.key_offset,
-            value_offset=modifier.value_offset,
-        )
+            return modifier  # "global": plain attention, the gates are not used
+        else:
+            if inputs.heads is None and inputs.structure is not None:
+                inputs.heads = inputs.structure.heads
+            own = variant.build(inputs, self.config)
+        return own.combined_with(modifier)
 
     def export_encoder(self, save_directory: str | os.PathLike) -> None:
         """Save the encoder for fine-tuning.
@@ -427,79 +382,15 @@ class MicroBertModel(MicroBertPreTrainedModel):
 
 
 # --------------------------------------------------------------------------------------------------
-# Pretraining heads
+# Pretraining
 # --------------------------------------------------------------------------------------------------
-
-
-class MicroBertMLMHead(nn.Module):
-    """Linear → GELU → LayerNorm → tied word-embedding matmul, with **no output bias** (SPEC §C).
-
-    Stock `BertLMPredictionHead` always carries a vocabulary bias, hence this small head.  It is applied
-    only to the masked positions (the loss is identical; the V-sized matmul shrinks ~7×).
-    """
-
-    def __init__(self, config: MicroBertConfig):
-        super().__init__()
-        self.transform = BertPredictionHeadTransform(config)
-
-    def forward(self, hidden_states: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
-        return self.transform(hidden_states) @ word_embeddings.t()
-
-
-class ScalarMix(nn.Module):
-    """AllenNLP-style scalar mix: γ · Σ_l softmax(w)_l · h_l, with w = 0 and γ = 1 at init."""
-
-    def __init__(self, num_layers: int):
-        super().__init__()
-        self.scalar_parameters = nn.Parameter(torch.zeros(num_layers))
-        self.gamma = nn.Parameter(torch.ones(1))
-
-    def forward(self, layers: Sequence[torch.Tensor]) -> torch.Tensor:
-        weights = torch.softmax(self.scalar_parameters, dim=0)
-        return self.gamma * torch.einsum("l,l...->...", weights, torch.stack(list(layers)))
-
-
-def mean_pool_words(token_states: torch.Tensor, token_spans: torch.Tensor) -> torch.Tensor:
-    """(B, T, H), inclusive spans (B, S, 2) → (B, S, H) mean over each span's subwords."""
-    positions = torch.arange(token_states.shape[1], device=token_states.device)
-    inside = (positions >= token_spans[..., :1]) & (positions <= token_spans[..., 1:])  # (B, S, T)
-    weights = inside.to(token_states.dtype)
-    weights = weights / weights.sum(-1, keepdim=True).clamp(min=1)
-    return torch.bmm(weights, token_states)
-
-
-def sequence_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
-    """AllenNLP `sequence_cross_entropy_with_logits(average="batch")`: mean over tokens within each
-    sequence, then over sequences that have any labelled token.  0 (in the graph) when none do."""
-    token_loss = F.cross_entropy(logits.transpose(1, 2), labels, ignore_index=ignore_index, reduction="none")
-    labelled = (labels != ignore_index).to(token_loss.dtype)
-    per_sequence = (token_loss * labelled).sum(-1) / labelled.sum(-1).clamp(min=1)
-    has_labels = labelled.sum(-1) > 0
-    if not bool(has_labels.any()):
-        return logits.sum() * 0.0
-    return per_sequence[has_labels].mean()
-
-
-class MicroBertXposHead(nn.Module):
-    """XPOS tagger of SPEC §C: ScalarMix over embeddings + all layers, subwords mean-pooled per word,
-    [CLS]/[SEP] dropped, Linear(hidden, #xpos).  Mixing before pooling equals pooling before mixing
-    (both are linear) and pools once instead of L+1 times."""
-
-    def __init__(self, config: MicroBertConfig):
-        super().__init__()
-        self.scalar_mix = ScalarMix(config.num_hidden_layers + 1)
-        self.classifier = nn.Linear(config.hidden_size, config.num_xpos_labels)
-
-    def forward(self, hidden_states: Sequence[torch.Tensor], token_spans: torch.Tensor) -> torch.Tensor:
-        """token_spans (B, W+2, 2) with [CLS] first → logits (B, W, #xpos) for word slots 1..W."""
-        words = mean_pool_words(self.scalar_mix(hidden_states), token_spans)[:, 1:-1]
-        return self.classifier(words)
 
 
 @dataclass
 class MicroBertPretrainingOutput(ModelOutput):
-    """loss: sum of the active components.  Each component is a scalar tensor when its objective is
-    active (P and T only in training mode) and None otherwise."""
+    """loss: sum of the active objectives' losses.  ``losses`` maps each active objective's name
+    (`models.objectives`) to its scalar loss; the named fields repeat the paper's four for
+    compatibility.  P and T are active only in training mode."""
 
     loss: torch.FloatTensor | None = None
     mlm_loss: torch.FloatTensor | None = None
@@ -509,35 +400,27 @@ class MicroBertPretrainingOutput(ModelOutput):
     last_hidden_state: torch.FloatTensor | None = None
     num_phrase_samples: int | None = None
     num_tree_samples: int | None = None
-
-
-def parse_condition(condition: str) -> dict:
-    """Condition name of the paper (e.g. "MXPT-SLA", "µB-MPT") → config fields."""
-    name = condition.strip()
-    for prefix in ("µB-", "μB-", "uB-", "ub-"):
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-    letters, _, suffix = name.partition("-")
-    valid_letters = "M" in letters and set(letters) <= set(PRETRAINING_OBJECTIVES) and len(set(letters)) == len(letters)
-    if suffix not in ("", "SLA") or not valid_letters:
-        raise ValueError(f"unrecognised condition {condition!r}; expected e.g. 'M', 'MXPT', 'MPT-SLA'")
-    return {"pretraining_objectives": letters, "syntax_attention": "sla" if suffix == "SLA" else None}
+    losses: dict[str, torch.FloatTensor] | None = None
 
 
 class MicroBertForPretraining(MicroBertPreTrainedModel):
     """Encoder + the losses of one paper condition (M, MP, MT, MPT, MPT-SLA, MX, …, MXPT-SLA).
 
-    Total loss = mlm + xpos + phrase + tree, all with weight 1 (SPEC §C); phrase and tree are added only
-    in training mode, so `eval()` losses are the validation metric of SPEC §G.  P and T samples are
-    drawn from `heads` with this module's generator unless the batch supplies them.
+    Total loss = the sum of the condition's objectives (registry order M, X, P, T), all with weight 1
+    (SPEC §C); training-only objectives (P, T) are added only in training mode, so `eval()` losses are
+    the validation metric of SPEC §G.  P and T samples are drawn from `heads` with this module's
+    generator unless the batch supplies them.
     """
 
     def __init__(self, config: MicroBertConfig):
         super().__init__(config)
-        self.objectives = set(config.pretraining_objectives)
+        self.objectives = [objective(config) for objective in objectives_for(config.pretraining_objectives)]
         self.bert = MicroBertModel(config)
-        self.mlm_head = MicroBertMLMHead(config)
-        self.xpos_head = MicroBertXposHead(config) if "X" in self.objectives else None
+        # Heads are built in registry order after the encoder: that order fixes their initial weights.
+        for objective in self.objectives:
+            head = objective.build_head()
+            if head is not None:
+                self.add_module(f"{objective.name}_head", head)
         self.sampling_generator = torch.Generator()
         self.sampling_generator.manual_seed(0)
         self.post_init()
@@ -545,7 +428,7 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
     @classmethod
     def from_condition(cls, condition: str, **config_fields) -> "MicroBertForPretraining":
         """``MicroBertForPretraining.from_condition("MXPT-SLA", vocab_size=8588, num_xpos_labels=40)``."""
-        return cls(MicroBertConfig(**parse_condition(condition), **config_fields))
+        return cls(MicroBertConfig(**parse_condition(condition).config_fields(), **config_fields))
 
     def set_sampling_seed(self, seed: int) -> None:
         self.sampling_generator.manual_seed(seed)
@@ -554,92 +437,61 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
         """Save only the encoder for fine-tuning (see `MicroBertModel.export_encoder`)."""
         self.bert.export_encoder(save_directory)
 
+    def active_objectives(self) -> list:
+        """The objectives this forward computes: all of them in training mode, else the others."""
+        return [objective for objective in self.objectives if self.training or not objective.training_only]
+
     def forward(
         self,
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
         heads: torch.Tensor | None = None,
-        token_spans: torch.Tensor | None = None,
-        xpos: torch.Tensor | None = None,
         sla_mask: torch.Tensor | None = None,
-        phrase_samples=None,
-        tree_samples=None,
-        **other_batch_fields,
+        **batch_fields,
     ) -> MicroBertPretrainingOutput:
         """Compute the condition's losses on a collated batch.
 
-        Needs: input_ids, attention_mask, labels (MLM, −100 = no loss); heads for P, T and SLA;
-        token_spans and xpos for X.  Other collated fields (tree_is_gold, word_count, …) are accepted
-        and unused.  `phrase_samples` / `tree_samples` (from `trees`) override in-model sampling.
+        Needs: input_ids, attention_mask, and each active objective's `batch_fields` (labels for M,
+        token_spans and xpos for X, heads for P and T; heads also for a variant that needs a parse).
+        Other collated fields (tree_is_gold, word_count, …) are accepted and unused.
+        `phrase_samples` / `tree_samples` (from `trees`) override in-model sampling.
         """
-        config = self.config
-        use_phrase = "P" in self.objectives and self.training
-        use_tree = "T" in self.objectives and self.training
-        needs_trees = use_phrase or use_tree or config.syntax_attention == "sla"
+        batch = dict(batch_fields, input_ids=input_ids, attention_mask=attention_mask, heads=heads)
+        active = self.active_objectives()
+        for objective in active:
+            missing = objective.missing_fields(batch)
+            if missing:
+                raise ValueError(f"the {objective.letter} objective needs {', '.join(f'`{f}`' for f in missing)} in the batch")
+        variant = attention_variant(self.config)
+        needs_trees = any(objective.needs_parse for objective in active) or (variant is not None and variant.needs_parse)
         if needs_trees and heads is None and sla_mask is None:
-            raise ValueError(f"objectives {config.pretraining_objectives!r} / SLA need `heads` in the batch")
+            raise ValueError(f"condition objectives {self.config.pretraining_objectives!r} / attention need `heads` in the batch")
         structure = TreeStructure.from_heads(heads) if heads is not None and needs_trees else None
-        if config.syntax_attention == "sla" and sla_mask is None:
-            sla_mask = self.bert.sla_mask(heads, structure=structure)
 
-        attention_stage = None
-        if use_phrase:
-            attention_stage = "post_dropout" if config.phrase_similarity == "reference" else "pre_dropout"
+        stages = {objective.attention_stage() for objective in active} - {None}
+        if len(stages) > 1:
+            raise ValueError(f"objectives ask for attention probabilities at different stages {sorted(stages)}")
         encoded = self.bert(
             input_ids=input_ids,
             attention_mask=attention_mask,
             token_type_ids=token_type_ids,
+            heads=heads if variant is not None and variant.needs_parse else None,
+            tree_structure=structure,
             sla_mask=sla_mask,
-            output_hidden_states=self.xpos_head is not None,
-            return_last_layer_attention=attention_stage,
+            output_hidden_states=any(objective.needs_hidden_states() for objective in active),
+            return_last_layer_attention=stages.pop() if stages else None,
         )
-        last_hidden = encoded.last_hidden_state
-        output = MicroBertPretrainingOutput(last_hidden_state=last_hidden)
-        components = []
-
-        if labels is None:
-            raise ValueError("MicroBertForPretraining needs MLM `labels`")
-        masked = labels != -100
-        logits = self.mlm_head(last_hidden[masked], self.bert.embeddings.word_embeddings.weight)
-        output.mlm_loss = F.cross_entropy(logits, labels[masked]) if bool(masked.any()) else logits.sum() * 0.0
-        components.append(output.mlm_loss)
-
-        if self.xpos_head is not None:
-            if token_spans is None or xpos is None:
-                raise ValueError("the X objective needs `token_spans` and `xpos` in the batch")
-            xpos_logits = self.xpos_head(encoded.hidden_states, token_spans)
-            output.xpos_loss = sequence_cross_entropy(xpos_logits[:, : xpos.shape[1]], xpos)
-            components.append(output.xpos_loss)
-
-        if use_phrase:
-            if phrase_samples is None:
-                phrase_samples = sample_phrase_triples(
-                    heads, self.sampling_generator, max_negatives=config.phrase_max_negatives, structure=structure
-                )
-            output.phrase_loss = objectives.phrase_loss(
-                encoded.last_layer_attention,
-                attention_mask,
-                phrase_samples,
-                similarity=config.phrase_similarity,
-                temperature=config.contrastive_temperature,
-            )
-            output.num_phrase_samples = len(phrase_samples)
-            components.append(output.phrase_loss)
-
-        if use_tree:
-            if tree_samples is None:
-                tree_samples = sample_tree_sets(
-                    heads, self.sampling_generator, max_negatives=config.tree_max_negatives, structure=structure
-                )
-            output.tree_loss = objectives.tree_loss(
-                last_hidden, tree_samples, top_k=config.tree_top_k, temperature=config.contrastive_temperature
-            )
-            output.num_tree_samples = len(tree_samples)
-            components.append(output.tree_loss)
-
-        output.loss = torch.stack(components).sum()
+        inputs = ObjectiveInputs(batch, encoded, structure, self.sampling_generator, self.bert.embeddings.word_embeddings.weight)
+        output = MicroBertPretrainingOutput(last_hidden_state=encoded.last_hidden_state, losses={})
+        for objective in active:
+            result = objective.loss(getattr(self, f"{objective.name}_head", None), inputs)
+            output.losses[objective.name] = result.loss
+            if f"{objective.name}_loss" in output.__dataclass_fields__:
+                setattr(output, f"{objective.name}_loss", result.loss)
+            if result.num_samples is not None and f"num_{objective.name}_samples" in output.__dataclass_fields__:
+                setattr(output, f"num_{objective.name}_samples", result.num_samples)
+        output.loss = torch.stack(list(output.losses.values())).sum()
         return output
 
 

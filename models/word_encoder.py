@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .attention import attention_needs_parse
+
 
 class ScalarMix(nn.Module):
     """softmax(w)-weighted sum of layers, times a learned scale γ (Peters et al., 2018)."""
@@ -55,7 +57,7 @@ class WordEncoder(nn.Module):
 
     @property
     def uses_parse(self) -> bool:
-        return getattr(self.encoder.config, "syntax_attention", None) == "sla"
+        return attention_needs_parse(self.encoder.config)
 
     def forward(
         self,

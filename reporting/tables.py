@@ -24,6 +24,7 @@ import os
 import statistics
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -138,10 +139,19 @@ def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict):
 
 
 def _row_title(row: str) -> str:
-    return row if row.startswith(("mBERT", "random")) or row not in _CONDITION_LIKE else f"µB-{row}"
+    return f"µB-{row}" if _is_condition(row) else row
 
 
-_CONDITION_LIKE = {"M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA", "M*", "MX*"}
+@lru_cache(maxsize=None)
+def _is_condition(row: str) -> bool:
+    """A µBERT condition ("MXPT-SLA"; the paper's starred "M*", "MX*"), spelled canonically."""
+    from models import parse_condition  # imports torch: only when a table is rendered
+
+    name = row[:-1] if row.endswith("*") else row
+    try:
+        return parse_condition(name).name == name
+    except ValueError:
+        return False
 
 
 def _paper_text(value: Optional[float]) -> str:

@@ -206,7 +206,7 @@ def test_finetune_ner_learns_and_its_predictions_rescore(tiny_encoders, wikiann_
 
 def test_sla_encoder_needs_a_parser_for_parse_mode(tiny_encoders, wikiann_slice, tmp_path, monkeypatch):
     without_parser = ner_step(tiny_encoders["MPT-SLA"], wikiann_slice, sla_parse="parse")
-    with pytest.raises(ValueError, match="uses SLA and sla_parse='parse', but no corpus_parser"):
+    with pytest.raises(ValueError, match="attention needs a parse and sla_parse='parse', but no corpus_parser"):
         without_parser.result(LocalWorkspace(tmp_path / "failed"))
 
     # With a parser, every sentence's tree reaches the encoder (a stand-in parser: a chain).

@@ -188,7 +188,7 @@ def test_predictions_keep_gold_tokens_form_trees_and_score_without_punctuation(t
 
 
 def test_sla_encoder_needs_a_parse_or_an_explicit_global_mode(sla_encoder, treebank_slice, tmp_path):
-    with pytest.raises(ValueError, match="uses SLA and sla_parse='parse', but no corpus_parser"):
+    with pytest.raises(ValueError, match="attention needs a parse and sla_parse='parse', but no corpus_parser"):
         make_step(sla_encoder, treebank_slice, sla_parse="parse").result(LocalWorkspace(tmp_path / "a"))
     result = make_step(sla_encoder, treebank_slice, sla_parse="global", config={"epochs": 1}).result(LocalWorkspace(tmp_path / "b"))
     metrics = json.loads((result / "metrics.json").read_text())

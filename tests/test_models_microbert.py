@@ -80,9 +80,14 @@ def test_config_defaults_are_micro_bert_size():
 
 
 def test_parse_condition():
-    assert parse_condition("µB-MXPT-SLA") == {"pretraining_objectives": "MXPT", "syntax_attention": "sla"}
-    assert parse_condition("MT") == {"pretraining_objectives": "MT", "syntax_attention": None}
-    for bad in ("SLA", "MPT-XYZ", "MM"):
+    sla = parse_condition("µB-MXPT-SLA")
+    assert sla.config_fields() == {"pretraining_objectives": "MXPT", "syntax_attention": "sla"}
+    assert sla.name == "MXPT-SLA" and sla.needs_parse and sla.encoder_needs_parse and sla.needs_gold_xpos
+    plain = parse_condition("MT")
+    assert plain.config_fields() == {"pretraining_objectives": "MT", "syntax_attention": None}
+    assert plain.needs_parse and not plain.encoder_needs_parse and not plain.needs_gold_xpos
+    assert not parse_condition("M").needs_parse and not parse_condition("MX").needs_parse
+    for bad in ("SLA", "MPT-XYZ", "MM", "MPT-", "MQ", "M-sla"):
         with pytest.raises(ValueError):
             parse_condition(bad)
 
@@ -284,7 +289,7 @@ def test_every_condition_gives_finite_losses_and_gradients(condition):
     model.set_sampling_seed(0)
     batch = tiny_batch()
     output = model(**batch)
-    letters = parse_condition(condition)["pretraining_objectives"]
+    letters = parse_condition(condition).objectives
     expected = {"mlm_loss": "M", "xpos_loss": "X", "phrase_loss": "P", "tree_loss": "T"}
     parts = []
     for name, letter in expected.items():

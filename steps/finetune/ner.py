@@ -39,7 +39,7 @@ from tango.common import FromParams, Tqdm
 
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataError, DataPath, iter_lines
-from steps.pretrain.encoders import collate_word_features, encode_words_batch, encoder_uses_sla, load_encoder
+from steps.pretrain.encoders import attention_needs_parse, collate_word_features, encode_words_batch, load_encoder
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 
@@ -283,10 +283,10 @@ class FinetuneNer(Step):
         tags = {name: [[index[t] for t in s["tags"]] for s in sentences] for name, sentences in splits.items()}
 
         encoder, tokenizer = load_encoder(encoder_source, sla_parse)
-        uses_parse = encoder_uses_sla(encoder.config) and sla_parse == "parse"
+        uses_parse = attention_needs_parse(encoder.config) and sla_parse == "parse"
         if uses_parse and parser_dir is None:
             raise ValueError(
-                f"encoder {encoder_source} uses SLA and sla_parse='parse', but no corpus_parser was given; "
+                f"encoder {encoder_source}'s attention needs a parse and sla_parse='parse', but no corpus_parser was given; "
                 "pass a train_corpus_parser result, or sla_parse='global' for plain attention"
             )
         parse_start = time.perf_counter()
@@ -314,7 +314,7 @@ class FinetuneNer(Step):
             "primary_metric": "f1",
             "seed": config.seed,
             "encoder": str(encoder_source),
-            "sla_parse": sla_parse if encoder_uses_sla(encoder.config) else None,
+            "sla_parse": sla_parse if attention_needs_parse(encoder.config) else None,
             "labels": labels,
             "training": asdict(config),
             "sentences": {name: len(s) for name, s in splits.items()},

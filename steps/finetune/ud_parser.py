@@ -28,7 +28,7 @@ from tango.common import FromParams, Tqdm
 
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataError, DataPath
-from steps.pretrain.encoders import SLA_PARSE_MODES, collate_word_features, encode_words_batch, encoder_uses_sla, load_encoder
+from steps.pretrain.encoders import SLA_PARSE_MODES, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder
 from steps.common.formats import DirectoryFormat
 from steps.parse.backends import CorpusParser, attachment_scores
 from steps.data.readers import Sentence, read_conllu, write_conllu
@@ -198,12 +198,12 @@ class FinetuneUdParser(Step):
         if sla_parse not in SLA_PARSE_MODES:
             raise ValueError(f"sla_parse must be one of {SLA_PARSE_MODES}, got {sla_parse!r}")
         encoder, tokenizer = load_encoder(source, sla_parse)
-        uses_sla = encoder_uses_sla(encoder.config)
+        needs_parse = attention_needs_parse(encoder.config)
         parser = None
-        if uses_sla and sla_parse == "parse":
+        if needs_parse and sla_parse == "parse":
             if corpus_parser is None:
                 raise ValueError(
-                    f"encoder {source} uses SLA and sla_parse='parse', but no corpus_parser was given to parse "
+                    f"encoder {source}'s attention needs a parse and sla_parse='parse', but no corpus_parser was given to parse "
                     f"the treebank; pass a train_corpus_parser result or set sla_parse='global'"
                 )
             parser = CorpusParser(Path(corpus_parser))
@@ -284,7 +284,7 @@ class FinetuneUdParser(Step):
             "task": "ud_parsing", "primary_metric": "las", "seed": config.seed, "encoder": source,
             "encoder_config": {k: getattr(encoder.config, k, None) for k in
                                ("model_type", "syntax_attention", "hidden_size", "num_hidden_layers", "vocab_size")},
-            "sla_parse": (sla_parse if uses_sla else "n/a"),
+            "sla_parse": (sla_parse if needs_parse else "n/a"),
             "training": asdict(config), "labels": labels,
             "sentences": {name: len(split) for name, split in splits.items()},
             "parameters": sum(p.numel() for p in model.parameters()),

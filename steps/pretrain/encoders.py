@@ -7,8 +7,9 @@ An *encoder source* is one of
 * an HF model name or path such as ``bert-base-multilingual-cased`` (for the mBERT rows, where
   its weights exist locally; nothing is downloaded in tests or CI).
 
-`load_encoder` returns the model and its tokenizer. SLA encoders need a parse at fine-tuning
-time; the caller chooses explicitly (SPEC §F, "Inference and fine-tuning"):
+`load_encoder` returns the model and its tokenizer. An encoder whose attention variant needs a
+parse (`models.attention_needs_parse`; SLA) needs one at fine-tuning time too; the caller chooses
+explicitly (SPEC §F, "Inference and fine-tuning"):
 ``sla_parse="parse"`` — pass each sentence's tree from the corpus parser (what the reference does),
 or ``"global"`` — run plain global attention. There is no silent fallback.
 
@@ -31,6 +32,8 @@ from steps.data.vocab import encode_words, load_tokenizer
 
 logger = logging.getLogger(__name__)
 
+# The names `sla_parse` / `corpus_parser` are historic (SLA was the first variant needing a parse) and
+# kept because they are in every fine-tuning cache key; they apply to any variant that needs a parse.
 SLA_PARSE_MODES = ("parse", "global")
 NO_HEAD = -1  # same padding value as the pretraining collator
 
@@ -47,8 +50,12 @@ def resolve_encoder_dir(source: Union[str, Path]) -> str:
     return str(source)  # an HF model name; from_pretrained resolves it (offline: from the local HF cache)
 
 
-def encoder_uses_sla(config) -> bool:
-    return getattr(config, "syntax_attention", None) == "sla"
+def attention_needs_parse(config) -> bool:
+    """Whether an encoder with this (any transformers) config has an attention variant that reads a
+    parse (the `models.attention` registry; SLA). Imported lazily, as transformers is heavy."""
+    from models.attention import attention_needs_parse as variant_needs_parse
+
+    return variant_needs_parse(config)
 
 
 def load_encoder(source: Union[str, Path], sla_parse: str = "parse"):
@@ -60,7 +67,7 @@ def load_encoder(source: Union[str, Path], sla_parse: str = "parse"):
         raise ValueError(f"sla_parse must be one of {SLA_PARSE_MODES}, got {sla_parse!r}")
     directory = resolve_encoder_dir(source)
     config = AutoConfig.from_pretrained(directory)
-    if encoder_uses_sla(config):
+    if attention_needs_parse(config):
         # "parse": the caller passes trees and the model raises if one is missing.
         config.sla_without_parse = "global" if sla_parse == "global" else "error"
     model = AutoModel.from_pretrained(directory, config=config)
@@ -167,7 +174,7 @@ class RandomInitEncoder(Step):
 
         loaded_tokenizer = load_tokenizer(Path(tokenizer))
         fields = dict(model or {}, vocab_size=len(loaded_tokenizer))
-        if "X" in parse_condition(condition)["pretraining_objectives"]:
+        if parse_condition(condition).needs_gold_xpos:
             fields["num_xpos_labels"] = 1  # the XPOS head is not exported; any size will do
         torch.manual_seed(seed)
         pretraining_model = MicroBertForPretraining.from_condition(condition, **fields)
@@ -180,5 +187,5 @@ class RandomInitEncoder(Step):
 
 __all__ = [
     "NO_HEAD", "RandomInitEncoder", "SLA_PARSE_MODES", "collate_word_features", "encode_words_batch",
-    "encoder_uses_sla", "load_encoder", "resolve_encoder_dir",
+    "attention_needs_parse", "load_encoder", "resolve_encoder_dir",
 ]

@@ -30,7 +30,7 @@ from tango import Step
 from tango.common import FromParams, Tqdm
 
 from steps.common.batching import bucketed_batches
-from steps.pretrain.collate import IGNORE_INDEX, PretrainingCollator, collate_batches
+from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, torch_threads
 from steps.data.vocab import load_tokenizer
@@ -266,7 +266,7 @@ class PretrainMicrobert(Step):
     def _build_model(self, condition: str, overrides: Dict[str, Any], vocab_size: int, num_xpos: int, seed: int):
         from models import MicroBertForPretraining, parse_condition
 
-        objectives = parse_condition(condition)["pretraining_objectives"]
+        parsed = parse_condition(condition)
         unknown = set(overrides) - _known_config_fields()
         if unknown:
             raise ValueError(f"unknown model config field(s) {sorted(unknown)} for condition {condition}")
@@ -274,7 +274,7 @@ class PretrainMicrobert(Step):
         if fixed:
             raise ValueError(f"model config field(s) {sorted(fixed)} come from the data and the condition; do not set them")
         fields = dict(overrides, vocab_size=vocab_size)
-        if "X" in objectives:
+        if parsed.needs_gold_xpos:
             if num_xpos == 0:
                 raise ValueError(f"condition {condition} trains XPOS tagging, but the data has no gold XPOS labels")
             fields["num_xpos_labels"] = num_xpos
@@ -282,14 +282,17 @@ class PretrainMicrobert(Step):
         return MicroBertForPretraining.from_condition(condition, **fields)
 
     def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0):
+        from models import parse_condition
+
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         tokenizer = load_tokenizer(tokenizer_dir)
         xpos_labels = list(data["xpos_labels"])
-        if not data.get("trees", True) and condition != "M":
+        parsed = parse_condition(condition)
+        if not data.get("trees", True) and (parsed.needs_parse or parsed.needs_gold_xpos):
             raise ValueError(f"condition {condition} needs parsed trees and gold tags, but this pretraining data is "
                              "MLM-only (build_mlm_pretraining_data); use condition M or build_pretraining_data")
         train_rows, dev_rows = data["train"], evenly_spaced(data["dev"], config.max_validation_rows)
-        if config.xpos_from_silver_rows and "X" in condition:
+        if config.xpos_from_silver_rows and parsed.needs_gold_xpos:
             labels = set(xpos_labels)
             if not any(tag in labels for row in train_rows if not row["tree_is_gold"][0] for tag in row["xpos"]):
                 raise ValueError("xpos_from_silver_rows=True, but the parsed corpus carries no XPOS tag of the treebank "
@@ -368,10 +371,9 @@ class PretrainMicrobert(Step):
                 model.set_sampling_seed(derived_seed(config.seed, "trees", micro))
                 output = model(**batch)
                 (output.loss / config.grad_accumulation).backward()
-                for name in ("loss", "mlm_loss", "xpos_loss", "phrase_loss", "tree_loss"):
-                    value = getattr(output, name)
-                    if value is not None:
-                        components[name] = components.get(name, 0.0) + float(value.detach()) / config.grad_accumulation
+                named = {"loss": output.loss} | {f"{name}_loss": value for name, value in output.losses.items()}
+                for name, value in named.items():
+                    components[name] = components.get(name, 0.0) + float(value.detach()) / config.grad_accumulation
                 tokens = int(batch["attention_mask"].sum())
                 window["tokens"] += tokens
                 state["train_tokens"] += tokens
@@ -434,30 +436,25 @@ class PretrainMicrobert(Step):
     @torch.no_grad()
     def _validate(self, model, collator, rows, config: PretrainingConfig, device) -> Dict[str, float]:
         """Dev losses with dropout off and the same masks and P/T samples at every validation.
-        ``loss`` = mlm + xpos, the reference's validation metric without its parser term; MLM is
-        averaged over masked tokens, XPOS over labelled words, P and T over batches."""
-        uses_structure = bool({"P", "T"} & set(model.config.pretraining_objectives))
-        sums = {"mlm": 0.0, "xpos": 0.0, "phrase": 0.0, "tree": 0.0}
-        weights = {"mlm": 0, "xpos": 0, "phrase": 0, "tree": 0}
-        with torch.random.fork_rng(devices=[]), (structure_losses_without_dropout(model) if uses_structure else _eval_mode(model)):
+        Each objective's dev loss is averaged as its registry entry says (MLM over masked tokens,
+        XPOS over labelled rows, P and T over batches). ``loss`` = the sum over the objectives that
+        are not training-only (mlm + xpos), the reference's validation metric without its parser term."""
+        objectives = model.objectives
+        uses_training_only = any(objective.training_only for objective in objectives)
+        sums = {objective.name: 0.0 for objective in objectives}
+        weights = {objective.name: 0 for objective in objectives}
+        with torch.random.fork_rng(devices=[]), (structure_losses_without_dropout(model) if uses_training_only else _eval_mode(model)):
             model.set_sampling_seed(derived_seed(config.seed, "dev-trees"))
             batches = collate_batches(collator, rows, config.validation_batch_size or config.batch_size, derived_seed(config.seed, "dev-mask"))
             for batch in batches:
                 output = model(**_to_device(batch, device))
-                masked = int((batch["labels"] != IGNORE_INDEX).sum())
-                sums["mlm"] += float(output.mlm_loss) * masked
-                weights["mlm"] += masked
-                if output.xpos_loss is not None:
-                    # `sequence_cross_entropy` averages per row, then over labelled rows.
-                    labelled_rows = int((batch["xpos"] != IGNORE_INDEX).any(-1).sum())
-                    sums["xpos"] += float(output.xpos_loss) * labelled_rows
-                    weights["xpos"] += labelled_rows
-                for name, value in (("phrase", output.phrase_loss), ("tree", output.tree_loss)):
-                    if value is not None:
-                        sums[name] += float(value)
-                        weights[name] += 1
+                for objective in objectives:
+                    if objective.name in output.losses:
+                        weight = objective.dev_weight(batch)
+                        sums[objective.name] += float(output.losses[objective.name]) * weight
+                        weights[objective.name] += weight
         record = {f"dev_{name}_loss": sums[name] / weights[name] for name in sums if weights[name]}
-        record["dev_loss"] = record["dev_mlm_loss"] + record.get("dev_xpos_loss", 0.0)
+        record["dev_loss"] = sum(record[f"dev_{o.name}_loss"] for o in objectives if not o.training_only and weights[o.name])
         record["dev_mlm_perplexity"] = math.exp(min(record["dev_mlm_loss"], 50.0))
         return record
 

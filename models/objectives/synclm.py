@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .trees import PhraseSamples, TreeSamples
+from ..trees import PhraseSamples, TreeSamples, sample_phrase_triples, sample_tree_sets
+from .base import PER_BATCH, ObjectiveInputs, ObjectiveLoss, PretrainingObjective, register_objective
 
 PHRASE_SIMILARITIES = ("paper", "reference")
 
@@ -147,3 +148,63 @@ def tree_loss(
     top_sim, _ = negative_sim.topk(k, dim=-1)
     return info_nce_loss(positive_sim, top_sim, torch.isfinite(top_sim), temperature)
 
+
+
+# --------------------------------------------------------------------------------------------------
+# The P and T objectives (training mode only: their dev values are reported, not part of dev_loss)
+# --------------------------------------------------------------------------------------------------
+
+
+@register_objective
+class PhraseContrastive(PretrainingObjective):
+    """P: phrase-guided contrastive loss on the last layer's head-averaged attention."""
+
+    letter = "P"
+    name = "phrase"
+    batch_fields = ("heads",)
+    needs_parse = True
+    training_only = True
+    dev_average = PER_BATCH
+
+    def attention_stage(self) -> str:
+        return "post_dropout" if self.config.phrase_similarity == "reference" else "pre_dropout"
+
+    def loss(self, head, inputs: ObjectiveInputs) -> ObjectiveLoss:
+        config, batch = self.config, inputs.batch
+        samples = batch.get("phrase_samples")
+        if samples is None:
+            samples = sample_phrase_triples(
+                batch["heads"], inputs.generator, max_negatives=config.phrase_max_negatives, structure=inputs.structure
+            )
+        loss = phrase_loss(
+            inputs.encoded.last_layer_attention,
+            batch["attention_mask"],
+            samples,
+            similarity=config.phrase_similarity,
+            temperature=config.contrastive_temperature,
+        )
+        return ObjectiveLoss(loss, num_samples=len(samples))
+
+
+@register_objective
+class TreeContrastive(PretrainingObjective):
+    """T: tree-guided contrastive loss on the last layer's hidden states."""
+
+    letter = "T"
+    name = "tree"
+    batch_fields = ("heads",)
+    needs_parse = True
+    training_only = True
+    dev_average = PER_BATCH
+
+    def loss(self, head, inputs: ObjectiveInputs) -> ObjectiveLoss:
+        config, batch = self.config, inputs.batch
+        samples = batch.get("tree_samples")
+        if samples is None:
+            samples = sample_tree_sets(
+                batch["heads"], inputs.generator, max_negatives=config.tree_max_negatives, structure=inputs.structure
+            )
+        loss = tree_loss(
+            inputs.encoded.last_hidden_state, samples, top_k=config.tree_top_k, temperature=config.contrastive_temperature
+        )
+        return ObjectiveLoss(loss, num_samples=len(samples))

@@ -1,0 +1,23 @@
+// The paper's Table 2 conditions (SPEC §C) and what each implies for the builder. A condition is
+// objective letters (M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree losses) and optionally
+// "-<SUFFIX>" naming a registered attention variant (-SLA = syntax-aware local attention, "sla").
+// Per condition: `objectives`, `attention` (the models.attention registry name, null = plain) and
+// `encoder_needs_parse` (the attention reads a parse, so fine-tuning is given the corpus parser's).
+// tests/test_conditions.py holds this table to models.conditions.parse_condition.
+local plain(objectives) = { objectives: objectives, attention: null, encoder_needs_parse: false };
+local sla(objectives) = { objectives: objectives, attention: "sla", encoder_needs_parse: true };
+{
+  names: ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"],
+  by_name: {
+    M: plain("M"),
+    MP: plain("MP"),
+    MT: plain("MT"),
+    MPT: plain("MPT"),
+    "MPT-SLA": sla("MPT"),
+    MX: plain("MX"),
+    MXP: plain("MXP"),
+    MXT: plain("MXT"),
+    MXPT: plain("MXPT"),
+    "MXPT-SLA": sla("MXPT"),
+  },
+}

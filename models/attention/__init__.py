@@ -1,0 +1,27 @@
+"""Attention variants: a registry name (``config.syntax_attention``) → builder of an `AttentionModifier`.
+
+To add one: a module here (or anywhere imported before use) with one `register_attention` call.
+"""
+
+from .base import (
+    ATTENTION_VARIANTS,
+    AttentionInputs,
+    AttentionModifier,
+    AttentionVariant,
+    attention_needs_parse,
+    attention_variant,
+    register_attention,
+    variant_for_suffix,
+)
+from . import sla  # noqa: F401,E402  (registers "sla")
+
+__all__ = [
+    "ATTENTION_VARIANTS",
+    "AttentionInputs",
+    "AttentionModifier",
+    "AttentionVariant",
+    "attention_needs_parse",
+    "attention_variant",
+    "register_attention",
+    "variant_for_suffix",
+]

@@ -1,0 +1,37 @@
+"""Pretraining objectives: a registry letter (M, X, P, T) → objective class (see `base`).
+
+Registration order (M, X, P, T) is the order losses are computed and summed in.
+"""
+
+from .base import (
+    DEV_AVERAGES,
+    OBJECTIVES,
+    PER_BATCH,
+    PER_LABELLED_ROW,
+    PER_MASKED_TOKEN,
+    ObjectiveInputs,
+    ObjectiveLoss,
+    PretrainingObjective,
+    objectives_for,
+    register_objective,
+)
+from .mlm import MaskedLanguageModelling, MicroBertMLMHead  # noqa: E402  (registers M)
+from .xpos import MicroBertXposHead, ScalarMix, XposTagging, mean_pool_words, sequence_cross_entropy  # noqa: E402  (X)
+from .synclm import (  # noqa: E402  (registers P, T)
+    PhraseContrastive,
+    TreeContrastive,
+    info_nce_loss,
+    masked_jsd,
+    phrase_loss,
+    phrase_similarity,
+    tree_loss,
+    tree_similarity,
+)
+
+__all__ = [
+    "DEV_AVERAGES", "OBJECTIVES", "PER_BATCH", "PER_LABELLED_ROW", "PER_MASKED_TOKEN",
+    "MaskedLanguageModelling", "MicroBertMLMHead", "MicroBertXposHead", "ObjectiveInputs", "ObjectiveLoss",
+    "PhraseContrastive", "PretrainingObjective", "ScalarMix", "TreeContrastive", "XposTagging",
+    "info_nce_loss", "masked_jsd", "mean_pool_words", "objectives_for", "phrase_loss", "phrase_similarity",
+    "register_objective", "sequence_cross_entropy", "tree_loss", "tree_similarity",
+]
