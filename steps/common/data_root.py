@@ -111,12 +111,16 @@ class DataPath(FromParams, CustomDetHash):
 
 def _undecodable_line(path: Path, opener) -> Tuple[int, int]:
     """(1-based line, 1-based byte column) of the first byte of ``path`` that is not UTF-8."""
+    import re
+
     with opener(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                return number, e.start + 1
+        data = f.read()
+    # Lines end as in text mode (universal newlines), so the number matches iter_lines' count.
+    for number, raw in enumerate(re.split(rb"\r\n|\r|\n", data.removeprefix(b"\xef\xbb\xbf")), 1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return number, e.start + 1
     return 0, 0
 
 
