@@ -43,8 +43,8 @@ local pronto_tables = {
 
   // Steps shared by all conditions of (language, scale): parse corpus → build vocab → inputs.
   data_steps(language, scale, parser_backend="stanza")::
-    assert std.objectHas(languages, language) : "unknown language " + language;
-    assert std.objectHas(scales, scale) : "unknown scale " + scale;
+    assert std.objectHas(languages, language) : "unknown language " + language + "; known: " + std.join(", ", std.objectFields(languages));
+    assert std.objectHas(scales, scale) : "unknown scale " + scale + "; known: " + std.join(", ", std.objectFields(scales));
     local s = scales[scale];
     local corpus(caps) = { type: "load_corpus", language: language, corpus: data(language + "/corpus") } + caps;
     local own_vectors_corpus = parser_backend == "stanza" && s.word_vectors_corpus != s.corpus;

@@ -24,10 +24,8 @@ from models.trees import (
     tree_distance,
 )
 
-UD_FILES = [
-    Path("/work/shared/data/wolof/ud/wo_wtb-ud-dev.conllu"),
-    Path("/work/shared/data/coptic/ud/cop_scriptorium-ud-dev.conllu"),
-]
+# Under the data root (tests/conftest.py), never a machine path.
+UD_FILES = ["wolof/ud/wo_wtb-ud-dev.conllu", "coptic/ud/cop_scriptorium-ud-dev.conllu"]
 SENTENCES_PER_FILE = 12
 MAX_LENGTH = 72
 
@@ -59,29 +57,29 @@ def pad_batch(sentences: list[list[int]], extra_padding: int = 3) -> torch.Tenso
     return batch
 
 
-def load_ud_trees() -> list[list[int]]:
-    """Word-level heads of the first few mid-length sentences of each shared UD dev file."""
-    conllu = pytest.importorskip("conllu")
+def load_ud_trees(data_root: Path) -> list[list[int]]:
+    """Word-level heads of the first few mid-length sentences of each shared UD dev file.
+    A missing file fails the test (conftest's data root is required), it is never skipped."""
+    import conllu
+
     trees = []
-    for path in UD_FILES:
-        if not path.exists():
-            continue
-        with path.open(encoding="utf-8") as handle:
+    for name in UD_FILES:
+        with (data_root / name).open(encoding="utf-8") as handle:
             sentences = (
                 [token["head"] for token in sentence if isinstance(token["id"], int)]
                 for sentence in conllu.parse_incr(handle)
             )
             suitable = (heads for heads in sentences if 3 <= len(heads) <= MAX_LENGTH // 2)
-            trees.extend(itertools.islice(suitable, SENTENCES_PER_FILE))
-    if not trees:
-        pytest.skip("shared UD dev files are not available")
+            file_trees = list(itertools.islice(suitable, SENTENCES_PER_FILE))
+        assert len(file_trees) == SENTENCES_PER_FILE, f"{name}: only {len(file_trees)} suitable sentences"
+        trees.extend(file_trees)
     return trees
 
 
 @pytest.fixture(scope="module")
-def ud_batches() -> list[torch.Tensor]:
+def ud_batches(data_root) -> list[torch.Tensor]:
     """Word-level and subword-expanded batches of real UD trees."""
-    word_trees = load_ud_trees()
+    word_trees = load_ud_trees(data_root)
     rng = random.Random(13)
     subword_trees = [expand_to_subwords(t, [rng.choice([1, 1, 2, 3]) for _ in t]) for t in word_trees]
     return [pad_batch(word_trees), pad_batch(subword_trees)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from tango.common import FromParams
 from tango.common.det_hash import CustomDetHash
@@ -109,14 +109,55 @@ class DataPath(FromParams, CustomDetHash):
         return ("DataPath", name, self.content_digest())
 
 
-def iter_lines(path: Path) -> Iterator[Tuple[int, str]]:
-    """(1-based line number, line without newline) of a text or .gz file, UTF-8."""
+def _undecodable_line(path: Path, opener) -> Tuple[int, int]:
+    """(1-based line, 1-based byte column) of the first byte of ``path`` that is not UTF-8."""
+    import re
+
+    with opener(path, "rb") as f:
+        data = f.read()
+    # Lines end as in text mode (universal newlines), so the number matches iter_lines' count.
+    for number, raw in enumerate(re.split(rb"\r\n|\r|\n", data.removeprefix(b"\xef\xbb\xbf")), 1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return number, e.start + 1
+    return 0, 0
+
+
+def iter_lines(path: Path, normalize: Optional[str] = None) -> Iterator[Tuple[int, str]]:
+    """(1-based line number, line without newline) of a UTF-8 text or .gz file.
+
+    A leading byte-order mark is dropped ("utf-8-sig") and CRLF/CR line ends read as LF, so an
+    editor's BOM or Windows line ends give the same lines as the clean file. ``normalize`` (e.g.
+    "NFC") applies a Unicode normal form to every line. Bytes that are not UTF-8, or a NUL byte
+    (a binary file), raise a one-line DataError naming the line.
+    """
     import gzip
+    import unicodedata
 
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
+        with opener(path, "rt", encoding="utf-8-sig") as f:
             for number, line in enumerate(f, 1):
-                yield number, line.rstrip("\n")
+                line = line.rstrip("\n")
+                if "\x00" in line:
+                    raise DataError(f"{path}:{number}: NUL byte at column {line.index(chr(0)) + 1} (binary data, not text)")
+                yield number, unicodedata.normalize(normalize, line) if normalize else line
     except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        # The decoder works on blocks, so its offset is not a line: find the line once, here.
+        number, column = _undecodable_line(path, opener)
+        raise DataError(f"{path}:{number}: not UTF-8 text ({e.reason} at byte {column} of the line)") from None
+    except (EOFError, gzip.BadGzipFile) as e:
+        raise DataError(f"{path}: damaged gzip file ({e})") from None
+
+
+def normalised_copy(source: Path, target: Path) -> Path:
+    """``source`` rewritten as tools outside this package expect text: no BOM, LF line ends, NFC.
+
+    Stanza's and UDPipe's trainers read files themselves; they get this copy, so that a BOM or
+    CRLF file trains the same parser as the clean file. A clean file's copy is byte-identical.
+    """
+    with open(target, "w", encoding="utf-8", newline="\n") as f:
+        for _, line in iter_lines(source, normalize="NFC"):
+            f.write(line + "\n")
+    return target

@@ -16,7 +16,7 @@ import math
 import random
 import re
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import conllu
 from conllu.exceptions import ParseException
@@ -34,10 +34,11 @@ Sentence = Dict[str, list]
 
 
 def _sentence_blocks(path: Path):
-    """(first line number, block text) for each blank-line-separated block of a CoNLL-U file."""
+    """(first line number, block text) for each blank-line-separated block of a CoNLL-U file.
+    Text is read NFC-normalised, so a file saved in NFD reads as the clean (NFC) file does."""
     block: List[str] = []
     start = 1
-    for number, line in iter_lines(path):
+    for number, line in iter_lines(path, normalize="NFC"):
         if line.strip():
             if not block:
                 start = number
@@ -61,23 +62,36 @@ def _locate_parse_error(path: Path, start: int, block: str, error: Exception) ->
     return DataError(f"{path}:{start}: malformed CoNLL-U sentence ({error})")
 
 
-def check_tree(heads: Sequence[int], where: str) -> None:
-    """Raise DataError unless ``heads`` (1-based, 0 = root) form a single rooted tree."""
+def check_tree(heads: Sequence[int], where: str, lines: Optional[Sequence[int]] = None) -> None:
+    """Raise DataError unless ``heads`` (1-based, 0 = root) form a single rooted tree.
+
+    ``where`` names the sentence (e.g. the file); with ``lines`` (each word's line number) the
+    error names ``where:line`` of the offending word instead."""
     n = len(heads)
-    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
-    if len(roots) != 1:
-        raise DataError(f"{where}: sentence has {len(roots)} roots (words {roots[:5]}), expected 1")
+
+    def at(word: int) -> str:  # 1-based word → its location
+        return f"{where}:{lines[word - 1]}" if lines is not None else where
+
     for i, h in enumerate(heads):
         if not 0 <= h <= n:
-            raise DataError(f"{where}: word {i + 1} has head {h} outside 0..{n}")
-    # Every word must reach the root within n steps; otherwise it sits on a cycle.
+            raise DataError(f"{at(i + 1)}: word {i + 1} has head {h} outside 0..{n}")
+    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
+    if not roots:
+        raise DataError(f"{at(1)}: sentence has 0 roots (no word with head 0), expected 1")
+    if len(roots) > 1:
+        raise DataError(f"{at(roots[1])}: sentence has {len(roots)} roots (words {roots[:5]}), expected 1")
+    # Follow heads from every word; a walk longer than n steps has entered a cycle.
     for start in range(1, n + 1):
         node, steps = start, 0
-        while node != 0:
-            node = heads[node - 1]
-            steps += 1
-            if steps > n:
-                raise DataError(f"{where}: dependency cycle through word {start}")
+        while node != 0 and steps <= n:
+            node, steps = heads[node - 1], steps + 1
+        if node != 0:
+            cycle, member = [], node
+            while member not in cycle:
+                cycle.append(member)
+                member = heads[member - 1]
+            first = min(cycle)
+            raise DataError(f"{at(first)}: dependency cycle through words {sorted(cycle)[:10]}")
 
 
 def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
@@ -87,12 +101,16 @@ def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
     skipped_ranges = skipped_empty = 0
     for start, block in _sentence_blocks(path):
         # `conllu` silently accepts word lines with missing columns; UD requires all ten.
+        token_lines = []  # the line number of each token line, in conllu's token order
         for offset, line in enumerate(block.splitlines()):
-            if line and not line.startswith("#") and line.count("\t") != 9:
-                raise DataError(
-                    f"{path}:{start + offset}: malformed CoNLL-U line (expected 10 tab-separated "
-                    f"columns, found {line.count(chr(9)) + 1}): {line[:60]!r}"
-                )
+            if line and not line.startswith("#"):
+                token_lines.append(start + offset)
+                if line.count("\t") != 9:
+                    spaces = " (columns separated by spaces, not tabs?)" if "\t" not in line and " " in line else ""
+                    raise DataError(
+                        f"{path}:{start + offset}: malformed CoNLL-U line (expected 10 tab-separated "
+                        f"columns, found {line.count(chr(9)) + 1}){spaces}: {line[:60]!r}"
+                    )
         try:
             token_lists = conllu.parse(block)
         except (ParseException, ValueError) as e:
@@ -100,8 +118,10 @@ def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
         if not token_lists:  # a block of comments only
             continue
         sentence: Sentence = {"tokens": [], "upos": [], "xpos": [], "head": [], "deprel": []}
-        for token in token_lists[0]:
+        word_lines: List[int] = []
+        for token, line_number in zip(token_lists[0], token_lines):
             token_id = token["id"]
+            where = f"{path}:{line_number}"
             if isinstance(token_id, tuple):
                 if len(token_id) == 3 and token_id[1] == "-":
                     skipped_ranges += 1
@@ -109,24 +129,25 @@ def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
                     skipped_empty += 1
                 continue
             if not isinstance(token_id, int):
-                raise DataError(f"{path}:{start}: word id {token_id!r} is not an integer")
+                raise DataError(f"{where}: word id {token_id!r} is not an integer")
             if token_id != len(sentence["tokens"]) + 1:
-                raise DataError(f"{path}:{start}: word ids are not consecutive at id {token_id}")
+                raise DataError(f"{where}: word ids are not consecutive at id {token_id} (expected {len(sentence['tokens']) + 1})")
             head = token["head"]
             if check_trees and not isinstance(head, int):
-                raise DataError(f"{path}:{start}: word {token_id} ({token['form']!r}) has no head")
+                raise DataError(f"{where}: word {token_id} ({token['form']!r}) has no head")
             sentence["tokens"].append(token["form"])
             sentence["upos"].append(token["upos"] or "_")
             sentence["xpos"].append(token["xpos"] or "_")
             sentence["head"].append(head if isinstance(head, int) else 0)
             sentence["deprel"].append(token["deprel"] or "_")
+            word_lines.append(line_number)
         if not sentence["tokens"]:
             continue
         if check_trees:
-            check_tree(sentence["head"], f"{path}:{start}")
+            check_tree(sentence["head"], str(path), word_lines)
         sentences.append(sentence)
     if not sentences:
-        raise DataError(f"{path}: no sentences")
+        raise DataError(f"{path}: no sentences (the file is empty or holds only comments)")
     if skipped_ranges or skipped_empty:
         logger.info(
             "%s: %d sentences; skipped %d multiword-token ranges and %d empty nodes",

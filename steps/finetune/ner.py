@@ -96,7 +96,9 @@ def read_bio(path: Path) -> List[NerSentence]:
     """
     path = Path(path)
     blocks: List[List[tuple]] = [[]]
-    for number, line in iter_lines(path):
+    # iter_lines drops a BOM (else it would stick to the first token) and reads CRLF as LF; NFC
+    # makes an NFD-saved file read as the clean one.
+    for number, line in iter_lines(path, normalize="NFC"):
         columns = line.split()
         if not columns:
             if blocks[-1]:

@@ -19,7 +19,7 @@ from tango import Step
 from tango.common import Tqdm
 from tango.format import DillFormat
 
-from steps.common.data_root import DataError, DataPath
+from steps.common.data_root import DataError, DataPath, normalised_copy
 from steps.common.formats import DirectoryFormat
 from steps.data.languages import get_language
 from steps.data.readers import read_conllu
@@ -57,6 +57,11 @@ class TrainCorpusParser(Step):
         # Read (and so validate) the treebank before spending minutes on training.
         splits = {name: (path.resolve(), read_conllu(path.resolve())) for name, path in
                   [("train", train), ("dev", dev), ("test", test)]}
+        # Stanza and UDPipe read the files themselves: give them a BOM-free, LF, NFC copy (the
+        # same bytes for a clean file) so that they see what read_conllu validated.
+        normalised = self.work_dir / "normalised"
+        normalised.mkdir(parents=True, exist_ok=True)
+        train_file, dev_file = (normalised_copy(splits[name][0], normalised / f"{name}.conllu") for name in ("train", "dev"))
         out = self.work_dir / "parser"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
@@ -66,11 +71,11 @@ class TrainCorpusParser(Step):
             vectors_name = "word_vectors.pt"
             shutil.copy(Path(word_vectors) / VECTORS_FILE, out / vectors_name)
         if backend == "stanza":
-            timings = train_stanza(out, lang.stanza_code, lang.treebank, splits["train"][0], splits["dev"][0], budget,
+            timings = train_stanza(out, lang.stanza_code, lang.treebank, train_file, dev_file, budget,
                                    word_vectors=out / vectors_name if vectors_name else None)
             shutil.rmtree(out / "scratch", ignore_errors=True)
         else:
-            timings = train_udpipe(out, splits["train"][0], splits["dev"][0], budget)
+            timings = train_udpipe(out, train_file, dev_file, budget)
         info = {"backend": backend, "language": language, "stanza_code": lang.stanza_code, "word_vectors": vectors_name,
                 "budget": vars(budget), "timings": timings, "metrics": {}}
         (out / "parser.json").write_text(json.dumps(info, indent=2))
