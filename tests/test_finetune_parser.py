@@ -287,3 +287,16 @@ def test_bad_inputs_give_one_line_errors(plain_encoder, treebank_slice, tmp_path
         ParserTrainingConfig(batch_size=0)
     with pytest.raises(ValueError, match="lr_schedule must be"):
         ParserTrainingConfig(lr_schedule="cosine")
+
+
+def test_exported_predictions_rescore_without_the_cache(trained, tmp_path):
+    """tools/export_predictions.py's copy of one result (what docs/predictions/ holds) re-scores
+    to the recorded figures and names no machine path for the encoder."""
+    from tools.export_predictions import export_result
+
+    result, _ = trained
+    destination = tmp_path / "paper" / "table2" / "M" / "wolof" / "seed3"
+    copied = export_result(result, destination)
+    assert copied == ["predicted-dev.conllu", "predicted-test.conllu", "metrics.json"]
+    assert not json.loads((destination / "metrics.json").read_text())["encoder"].startswith("/")
+    assert rescore.main([str(tmp_path)]) == 0
