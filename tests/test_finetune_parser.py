@@ -14,7 +14,9 @@ from steps.common.data_root import DataPath
 from steps.pretrain.encoders import RandomInitEncoder
 from steps.finetune.ud_parser import FinetuneUdParser, ParserTrainingConfig, bucketed_batches
 from steps.parse.backends import PUNCTUATION_UPOS
-from steps.data.readers import check_tree, read_conllu, write_conllu
+from steps.data.readers import check_tree, read_conllu
+from steps.evaluate import rescore
+from steps.finetune.ud_parser import official_scores
 
 TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
               "max_position_embeddings": 128}
@@ -23,15 +25,20 @@ QUICK = dict(epochs=8, batch_size=12, lr=3e-3, betas=(0.9, 0.9), encoder_lr=1e-3
              arc_dim=32, label_dim=32, dropout=0.1, input_dropout=0.1, seed=3)
 
 
+# The real treebank file, named relative to the data root as the configs name it.
+GOLD_TEST = "wolof/ud/wo_wtb-ud-test.conllu"
+
+
 @pytest.fixture(scope="module")
 def treebank_slice(data_root, tmp_path_factory):
-    """Small real train/dev/test files (CoNLL-U without multiword lines)."""
+    """Small real train/dev/test files: the treebank's first sentences as they are (comments and
+    multiword-token lines kept)."""
     folder = tmp_path_factory.mktemp("ud")
     paths = {}
-    for split, (start, stop) in {"train": (0, 60), "dev": (0, 30), "test": (0, 20)}.items():
-        sentences = read_conllu(data_root / "wolof" / "ud" / f"wo_wtb-ud-{split}.conllu")[start:stop]
+    for split, stop in {"train": 60, "dev": 30, "test": 20}.items():
+        blocks = (data_root / "wolof" / "ud" / f"wo_wtb-ud-{split}.conllu").read_text(encoding="utf-8").split("\n\n")
         paths[split] = folder / f"{split}.conllu"
-        write_conllu(sentences, paths[split])
+        paths[split].write_text("\n\n".join(blocks[:stop]) + "\n\n", encoding="utf-8")
     return paths
 
 
@@ -62,7 +69,9 @@ def make_step(encoder, paths, **overrides):
 
 @pytest.fixture(scope="module")
 def trained(plain_encoder, treebank_slice, tmp_path_factory):
-    result = make_step(plain_encoder, treebank_slice).result(LocalWorkspace(tmp_path_factory.mktemp("workspace")))
+    """A tiny real fine-tune, tested on the whole unmodified Wolof test file."""
+    paths = dict(treebank_slice, test=GOLD_TEST)
+    result = make_step(plain_encoder, paths).result(LocalWorkspace(tmp_path_factory.mktemp("workspace")))
     return result, json.loads((result / "metrics.json").read_text())
 
 
@@ -167,24 +176,75 @@ def test_fine_tuning_beats_the_untrained_parser(trained):
     assert metrics["train_seconds"] > 0 and metrics["sla_parse"] == "n/a"
 
 
-def test_predictions_keep_gold_tokens_form_trees_and_score_without_punctuation(trained, treebank_slice):
+def test_predictions_keep_gold_tokens_form_trees_and_score_without_punctuation(trained, data_root):
     result, metrics = trained
-    gold = read_conllu(treebank_slice["test"])
+    gold = read_conllu(data_root / GOLD_TEST)
     predicted = read_conllu(result / "predicted-test.conllu")  # check_trees: one root, no cycles
     assert [s["tokens"] for s in predicted] == [s["tokens"] for s in gold]
-    # Only non-punctuation words are scored, and the figure is recomputable from the file.
+    # Only non-punctuation words are scored, and the figures are recomputable from the file: the
+    # paper's LAS compares full labels, las_universal the part before any ":".
     content = [(g, p) for gs, ps in zip(gold, predicted) for g, p in zip(zip(gs["upos"], gs["head"], gs["deprel"]), zip(ps["head"], ps["deprel"]))
                if g[0] not in PUNCTUATION_UPOS]
     assert sum(u in PUNCTUATION_UPOS for s in gold for u in s["upos"]) > 0
     assert metrics["test"]["scored_words"] == len(content)
-    labelled = sum(g[1] == p[0] and g[2].split(":")[0] == p[1].split(":")[0] for g, p in content)
+    labelled = sum(g[1] == p[0] and g[2] == p[1] for g, p in content)
+    universal = sum(g[1] == p[0] and g[2].split(":")[0] == p[1].split(":")[0] for g, p in content)
     assert metrics["test"]["las"] == pytest.approx(100.0 * labelled / len(content))
-    # The official scorer counts punctuation too, on the same gold words.
-    official = metrics["udeval"]
-    assert official["Words"] == pytest.approx(100.0)
+    assert metrics["test"]["las_universal"] == pytest.approx(100.0 * universal / len(content))
+    assert metrics["primary_metric"] == "las" and set(metrics["metric_definitions"]) >= {"las", "las_universal", "udeval"}
+    assert metrics["gold_files"]["test"] == GOLD_TEST
+
+
+def test_predicted_conllu_is_the_gold_file_with_new_heads_and_relations(trained, data_root, treebank_slice):
+    """Comments, multiword-token ranges and every column but HEAD and DEPREL are the gold file's."""
+    result, _ = trained
+    for gold_file, predicted_file in ((data_root / GOLD_TEST, result / "predicted-test.conllu"),
+                                      (treebank_slice["dev"], result / "predicted-dev.conllu")):
+        gold_lines = gold_file.read_text(encoding="utf-8").splitlines()
+        predicted_lines = predicted_file.read_text(encoding="utf-8").splitlines()
+        assert len(predicted_lines) == len(gold_lines)
+        assert any(line.startswith("# text = ") for line in gold_lines)
+        assert any(line.split("\t")[0].count("-") == 1 for line in gold_lines)  # multiword tokens present
+        changed = 0
+        for g, p in zip(gold_lines, predicted_lines):
+            if g.startswith("#") or not g or not g.split("\t")[0].isdigit():
+                assert p == g
+                continue
+            g_columns, p_columns = g.split("\t"), p.split("\t")
+            assert g_columns[:6] + g_columns[8:] == p_columns[:6] + p_columns[8:]
+            changed += g_columns[6:8] != p_columns[6:8]
+        assert changed > 0
+
+
+def test_official_scorer_on_the_unmodified_treebank_gives_the_recorded_figure(trained, data_root):
+    result, metrics = trained
+    gold_file = data_root / GOLD_TEST
+    official = official_scores(gold_file, result / "predicted-test.conllu")
+    assert official["LAS"] == metrics["udeval"]["LAS"] and official["Words"] == pytest.approx(100.0)
+    assert official_scores(gold_file, gold_file)["LAS"] == pytest.approx(100.0)
+    # It counts punctuation and strips subtypes, on the same gold words.
+    gold, predicted = read_conllu(gold_file), read_conllu(result / "predicted-test.conllu")
     everything = [(g, p) for gs, ps in zip(gold, predicted) for g, p in zip(zip(gs["head"], gs["deprel"]), zip(ps["head"], ps["deprel"]))]
     official_las = sum(g[0] == p[0] and g[1].split(":")[0] == p[1].split(":")[0] for g, p in everything)
     assert official["LAS"] == pytest.approx(100.0 * official_las / len(everything))
+    assert metrics["udeval_dev"]["Words"] == pytest.approx(100.0)
+
+
+def test_rescore_recomputes_every_figure_from_the_prediction_files(trained, tmp_path, capsys):
+    result, _ = trained
+    metrics = json.loads((result / "metrics.json").read_text())
+    folder = tmp_path / "cell" / "seed3"
+    folder.mkdir(parents=True)
+    for name in ("metrics.json", "predicted-dev.conllu", "predicted-test.conllu"):
+        (folder / name).write_bytes((result / name).read_bytes())
+    assert rescore.main([str(tmp_path / "cell")]) == 0
+    printed = capsys.readouterr().out
+    assert f"test\tlas\t{metrics['test']['las']:.4f}" in printed
+    assert f"test\tudeval LAS\t{metrics['udeval']['LAS']:.4f}" in printed and "MISMATCH" not in printed
+    metrics["test"]["las"] += 0.5  # a report that disagrees with its files is caught
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    assert rescore.main([str(folder)]) == 1
+    assert [line.split("\t")[3] for line in capsys.readouterr().out.splitlines() if "MISMATCH" in line] == ["las"]
 
 
 def test_sla_encoder_needs_a_parse_or_an_explicit_global_mode(sla_encoder, treebank_slice, tmp_path):
@@ -227,3 +287,16 @@ def test_bad_inputs_give_one_line_errors(plain_encoder, treebank_slice, tmp_path
         ParserTrainingConfig(batch_size=0)
     with pytest.raises(ValueError, match="lr_schedule must be"):
         ParserTrainingConfig(lr_schedule="cosine")
+
+
+def test_exported_predictions_rescore_without_the_cache(trained, tmp_path):
+    """tools/export_predictions.py's copy of one result (what docs/predictions/ holds) re-scores
+    to the recorded figures and names no machine path for the encoder."""
+    from tools.export_predictions import export_result
+
+    result, _ = trained
+    destination = tmp_path / "paper" / "table2" / "M" / "wolof" / "seed3"
+    copied = export_result(result, destination)
+    assert copied == ["predicted-dev.conllu", "predicted-test.conllu", "metrics.json"]
+    assert not json.loads((destination / "metrics.json").read_text())["encoder"].startswith("/")
+    assert rescore.main([str(tmp_path)]) == 0

@@ -156,26 +156,55 @@ def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
     return sentences
 
 
+CONLLU_FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+
+
+def sentence_token_list(sentence: Sentence) -> conllu.TokenList:
+    """A sentence dict as a ``conllu`` TokenList of its words (absent columns become "_")."""
+    words = []
+    for i, form in enumerate(sentence["tokens"]):
+        values = (i + 1, form, "_", sentence["upos"][i] if "upos" in sentence else "_",
+                  sentence["xpos"][i] if "xpos" in sentence else "_", "_",
+                  sentence["head"][i] if "head" in sentence else "_",
+                  sentence["deprel"][i] if "deprel" in sentence else "_", "_", "_")
+        words.append(conllu.Token(zip(CONLLU_FIELDS, values)))
+    return conllu.TokenList(words)
+
+
 def write_conllu(sentences: Sequence[Sentence], path: Path) -> None:
-    """Write sentences as CoNLL-U (absent annotation columns become "_")."""
+    """Write sentences as CoNLL-U: integer-id words only, no comments (see
+    :func:`write_predicted_conllu` for output that keeps a gold file's other lines)."""
     with open(path, "w", encoding="utf-8") as f:
         for sentence in sentences:
-            n = len(sentence["tokens"])
-            for i in range(n):
-                columns = [
-                    str(i + 1),
-                    sentence["tokens"][i],
-                    "_",
-                    sentence["upos"][i] if "upos" in sentence else "_",
-                    sentence["xpos"][i] if "xpos" in sentence else "_",
-                    "_",
-                    str(sentence["head"][i]) if "head" in sentence else "_",
-                    sentence["deprel"][i] if "deprel" in sentence else "_",
-                    "_",
-                    "_",
-                ]
-                f.write("\t".join(columns) + "\n")
-            f.write("\n")
+            f.write(sentence_token_list(sentence).serialize())
+
+
+def write_predicted_conllu(gold_file: Path, predicted: Sequence[Sentence], path: Path) -> None:
+    """Write ``gold_file`` with each word's HEAD and DEPREL replaced by ``predicted``'s (one
+    sentence per gold sentence that :func:`read_conllu` yields, in order).
+
+    Comments, multiword-token ranges, empty nodes and every other column are the gold file's, so
+    the official CoNLL 2018 scorer compares the output against the unmodified treebank file. The
+    other columns are gold copies (the parser's inputs), not predictions."""
+    count = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for start, block in _sentence_blocks(gold_file):
+            token_lists = conllu.parse(block)
+            words = [token for token_list in token_lists for token in token_list if isinstance(token["id"], int)]
+            if not words:  # read_conllu yields no sentence for it: copy it as it is
+                f.write(block)
+                continue
+            if count >= len(predicted):
+                raise DataError(f"{gold_file}:{start}: more sentences than the {len(predicted)} predicted")
+            sentence = predicted[count]
+            if [word["form"] for word in words] != list(sentence["tokens"]):
+                raise DataError(f"{gold_file}:{start}: predicted sentence {count + 1} has other words than gold")
+            for word, head, deprel in zip(words, sentence["head"], sentence["deprel"]):
+                word["head"], word["deprel"] = head, deprel
+            f.write("".join(token_list.serialize() for token_list in token_lists))
+            count += 1
+    if count != len(predicted):
+        raise DataError(f"{gold_file}: {count} sentences but {len(predicted)} predicted")
 
 
 # ---------------------------------------------------------------------------------------------

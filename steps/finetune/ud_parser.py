@@ -6,12 +6,14 @@
 
 A biaffine parser (`models.biaffine_parser`) on gold tokens, no POS input, trained with the encoder
 fine-tuned at a reduced learning rate (the MicroBERT paper; the reference CLI would freeze it),
-gradient values clipped at 5, model selection on MST-decoded dev LAS. Scores exclude gold PUNCT and
-SYM and compare universal relations (`steps.parse.backends.attachment_scores`); the official UD scorer
-(``udtools.udeval``) is run as well and its figures are kept beside ours.
+gradient values clipped at 5, model selection on MST-decoded dev LAS. ``las`` is the paper's metric
+(AllenNLP's ``AttachmentScores``): gold PUNCT and SYM excluded, full relation labels, subtypes included
+(`steps.parse.backends.attachment_scores`, which also gives ``las_universal``, subtypes stripped). The
+official CoNLL 2018 scorer (``udtools.udeval``: punctuation included, subtypes stripped) is run on the
+predicted files against the unmodified treebank files, and its figures are kept beside ours.
 
-Unlike the reference, whose "test" file was really the dev set (SPEC §L13), dev selects and test is
-reported.
+Unlike the reference, whose "test" file was really the dev set (SPEC §L13), dev selects and both dev
+and test are reported.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from steps.common.data_root import DataError, DataPath
 from steps.pretrain.encoders import SLA_PARSE_MODES, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder
 from steps.common.formats import DirectoryFormat
 from steps.parse.backends import CorpusParser, attachment_scores
-from steps.data.readers import Sentence, read_conllu, write_conllu
+from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 
 logger = logging.getLogger(__name__)
@@ -97,6 +99,7 @@ class Split:
     sentences: List[Sentence]
     features: List[Dict[str, Any]]
     label_ids: List[List[int]] = field(default_factory=list)
+    source: Optional[DataPath] = None  # the treebank file, for output that keeps its other lines
 
     def __len__(self) -> int:
         return len(self.sentences)
@@ -143,11 +146,13 @@ class EpochBatches:
 class FinetuneUdParser(Step):
     """Fine-tune an encoder with a biaffine dependency parser on a UD treebank; select on dev LAS.
 
-    Result: a directory with ``metrics.json`` (dev/test LAS and UAS without punctuation, the dev
-    curve, timings, the official UD scorer's figures under ``udeval``), ``predicted-test.conllu``
-    and ``predicted-dev.conllu`` (gold tokens and tags, predicted heads and relations) and
-    ``gold-test.conllu`` (the gold words the official scorer compared against: the treebank with
-    its multiword-token lines dropped, as the parser sees it).
+    Result: a directory with ``metrics.json`` and ``predicted-{dev,test}.conllu``. The CoNLL-U
+    files are the treebank files with HEAD and DEPREL replaced by the parser's (comments,
+    multiword-token ranges, empty nodes and the other columns as in gold). ``metrics.json``: per
+    split ``las`` (the paper's metric, the primary one), ``las_universal``, ``uas`` (all without
+    gold PUNCT/SYM) and ``scored_words``; the official scorer's figures on the same files under
+    ``udeval`` (test) and ``udeval_dev``; the gold files' data-root names under ``gold_files``;
+    what each figure is under ``metric_definitions``; the dev curve and timings.
 
     ``encoder``: a ``pretrain_microbert``/``random_init_encoder`` result, an encoder directory or
     an HF name. SLA encoders need ``sla_parse``: ``"parse"`` (the reference's choice: every
@@ -157,7 +162,10 @@ class FinetuneUdParser(Step):
 
     DETERMINISTIC = True
     CACHEABLE = True
-    VERSION = "002"  # 002: BiLSTM on padded words and fused AdamW (faster; same model and updates)
+    # 002: BiLSTM on padded words and fused AdamW (faster; same model and updates).
+    # 003: ``las`` (the selection metric too) is the paper's (subtypes kept); predicted CoNLL-U keeps
+    # the gold file's comments and multiword tokens; udeval runs against the treebank files.
+    VERSION = "003"
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device"}
 
@@ -188,7 +196,7 @@ class FinetuneUdParser(Step):
                 heads = [s["head"] for batch in parser.parse_all([s["tokens"] for s in sentences]) for s in batch]
                 self.logger.info("parsed %d %s sentences for SLA in %.1f s", len(sentences), name, time.perf_counter() - start)
             features = encode_words_batch(tokenizer, [s["tokens"] for s in sentences], max_length, heads, name=str(path.resolve()))
-            splits[name] = Split(name, sentences, features)
+            splits[name] = Split(name, sentences, features, source=path)
         return splits
 
     def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device) -> Path:
@@ -316,20 +324,35 @@ class FinetuneUdParser(Step):
         out = self.work_dir / "result"
         out.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
+        metrics["metric_definitions"] = METRIC_DEFINITIONS
+        metrics["gold_files"] = {}
         for name in ("dev", "test"):
             predicted = self._predict(model, splits[name], labels, config, device)
-            write_conllu(predicted, out / f"predicted-{name}.conllu")
+            gold_file = splits[name].source.resolve()
+            write_predicted_conllu(gold_file, predicted, out / f"predicted-{name}.conllu")
             scores = attachment_scores(splits[name].sentences, predicted)
             scores.pop("upos_accuracy")  # the tags are gold inputs, not predictions
             metrics[name] = scores
+            metrics["gold_files"][name] = splits[name].source.path
+            metrics["udeval" if name == "test" else f"udeval_{name}"] = official_scores(gold_file, out / f"predicted-{name}.conllu")
         metrics["eval_seconds"] = time.perf_counter() - start
-        write_conllu(splits["test"].sentences, out / "gold-test.conllu")
-        metrics["udeval"] = official_scores(out / "gold-test.conllu", out / "predicted-test.conllu")
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
-        self.logger.info("parser: dev LAS %.2f, test LAS %.2f UAS %.2f (official, punctuation included: LAS %.2f) "
-                         "after %.0f s; best epoch %d", metrics["dev"]["las"], metrics["test"]["las"],
+        self.logger.info("parser: dev LAS %.2f, test LAS %.2f UAS %.2f (official, punctuation included, subtypes "
+                         "stripped: LAS %.2f) after %.0f s; best epoch %d", metrics["dev"]["las"], metrics["test"]["las"],
                          metrics["test"]["uas"], metrics["udeval"]["LAS"], metrics["train_seconds"], metrics["best_epoch"])
         return out
+
+
+# What each figure of metrics.json is; the report names them from here.
+METRIC_DEFINITIONS = {
+    "las": "the paper's LAS (AllenNLP AttachmentScores, SPEC §H): head and full relation label "
+           "(subtypes included) correct, over words whose gold UPOS is not PUNCT/SYM",
+    "las_universal": "as las, but comparing universal relations only (subtypes stripped)",
+    "uas": "head correct, over words whose gold UPOS is not PUNCT/SYM",
+    "udeval": "official CoNLL 2018 UD scorer (udtools.udeval) on predicted-test.conllu against the "
+              "unmodified gold test file: every word, punctuation included, subtypes stripped",
+    "udeval_dev": "the same on predicted-dev.conllu against the gold dev file",
+}
 
 
 def _snapshot(model) -> Dict[str, torch.Tensor]:

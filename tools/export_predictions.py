@@ -1,0 +1,76 @@
+"""Copy every cached fine-tuning result's predictions and metrics to docs/predictions/, so that
+readers re-score them without the cache (``python -m steps.evaluate.rescore docs/predictions/``).
+
+    SIB_DATA_ROOT=../shared/data python tools/export_predictions.py [experiment files…] [--scale paper]
+
+For each ``score_cell`` step of the experiment files (default: all of experiments/) whose
+fine-tuning result is in the workspace cache, writes
+``<out>/<scale>/<table>/<row>/<column>/seed<seed>/`` with ``metrics.json`` and the
+``predicted-{dev,test}.{conllu,bio}`` files there are.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+PREDICTION_FILES = ("predicted-dev.conllu", "predicted-test.conllu", "predicted-dev.bio", "predicted-test.bio")
+
+
+def export_result(result: Path, destination: Path) -> List[str]:
+    """Copy one fine-tuning result's prediction files and metrics.json; an encoder named by an
+    absolute (cache) path is kept by its last component only, so no machine path is committed."""
+    destination.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in PREDICTION_FILES:
+        if (result / name).exists():
+            shutil.copyfile(result / name, destination / name)
+            copied.append(name)
+    metrics = json.loads((result / "metrics.json").read_text())
+    if isinstance(metrics.get("encoder"), str) and os.path.isabs(metrics["encoder"]):
+        metrics["encoder"] = Path(metrics["encoder"]).name
+    (destination / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    return copied + ["metrics.json"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import steps  # noqa: F401  (registers the step classes)
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+    from tango.workspaces import LocalWorkspace
+
+    from steps.evaluate.scoring import ScoreCell
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("experiments", nargs="*", type=Path)
+    parser.add_argument("--scale", default="paper")
+    parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "predictions")
+    args = parser.parse_args(argv)
+    workspace = LocalWorkspace(args.workspace)
+    exported = 0
+    for path in args.experiments or sorted((REPO / "experiments").rglob("*.jsonnet")):
+        graph = StepGraph.from_params(Params.from_file(path, ext_vars=dict(os.environ)).pop("steps"))
+        for step in graph.values():
+            if not isinstance(step, ScoreCell) or step.kwargs["scale"] != args.scale:
+                continue
+            finetuned = step.kwargs["finetuned"]
+            if finetuned not in workspace.step_cache:
+                continue
+            k = step.kwargs
+            destination = args.out / k["scale"] / k["table"] / k["row"] / k["column"] / f"seed{k['seed']}"
+            export_result(Path(workspace.step_cache[finetuned]), destination)
+            exported += 1
+    print(f"exported {exported} fine-tuning results to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
