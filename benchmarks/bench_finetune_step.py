@@ -26,7 +26,9 @@ from models.biaffine_parser import BiaffineDependencyParser  # noqa: E402
 from models.word_encoder import run_packed_lstm  # noqa: E402
 from steps.common.data_root import DataPath  # noqa: E402
 from steps.pretrain.encoders import encode_words_batch, load_encoder  # noqa: E402
-from steps.finetune.ud_parser import EpochBatches, Split, make_batch  # noqa: E402
+from steps.common.batching import bucketed_batches  # noqa: E402
+from steps.finetune.loop import BatchStream  # noqa: E402
+from steps.finetune.ud_parser import Split, make_batch  # noqa: E402
 from steps.data.readers import read_conllu  # noqa: E402
 
 
@@ -50,10 +52,11 @@ def time_steps(encoder_dir: str, variant: str, split: Split, labels: int, steps:
     if variant == "packed nn.LSTM + for-loop AdamW":
         model.lstm = PackedLSTM(encoder.config.hidden_size, 200, 2, 0.2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=variant.endswith("fused AdamW"))
-    batches = EpochBatches([len(f["input_ids"]) for f in split.features], 16, 1)
+    lengths = [len(f["input_ids"]) for f in split.features]
+    batches = BatchStream(lambda generator, _: bucketed_batches(lengths, 16, generator), torch.Generator().manual_seed(1), 1)
     seconds = []
     for number in range(warmup + steps):
-        batch = make_batch(split, batches.next())
+        batch = make_batch(split, batches.next_epoch()[0])
         start = time.perf_counter()
         model(**batch).loss.backward()
         optimizer.step()

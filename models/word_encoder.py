@@ -17,27 +17,32 @@ from .attention import attention_needs_parse
 
 
 class ScalarMix(nn.Module):
-    """softmax(w)-weighted sum of layers, times a learned scale γ (Peters et al., 2018)."""
+    """AllenNLP's scalar mix (Peters et al., 2018): γ · Σ_l softmax(w)_l · h_l, with w = 0 and γ = 1
+    at init. The fine-tuning heads and µBERT's XPOS head both use it (parameter names as in
+    pretraining checkpoints)."""
 
     def __init__(self, num_layers: int):
         super().__init__()
-        self.weights = nn.Parameter(torch.zeros(num_layers))
-        self.gamma = nn.Parameter(torch.ones(()))
+        self.scalar_parameters = nn.Parameter(torch.zeros(num_layers))
+        self.gamma = nn.Parameter(torch.ones(1))
 
     def forward(self, layers) -> torch.Tensor:
         stacked = torch.stack(tuple(layers), dim=0)  # (L, B, T, H)
-        weights = torch.softmax(self.weights, dim=0).to(stacked.dtype)
+        weights = torch.softmax(self.scalar_parameters, dim=0).to(stacked.dtype)
         return self.gamma * torch.einsum("l,lbth->bth", weights, stacked)
 
 
-def mean_pool_words(hidden: torch.Tensor, word_spans: torch.Tensor, word_mask: torch.Tensor) -> torch.Tensor:
+def mean_pool_words(hidden: torch.Tensor, word_spans: torch.Tensor, word_mask: torch.Tensor | None = None) -> torch.Tensor:
     """(B, T, H) subword vectors → (B, W, H) word vectors.
 
-    ``word_spans`` (B, W, 2) are inclusive subword positions of each word; ``word_mask`` (B, W)
-    marks real words. One batched matmul with a (B, W, T) averaging matrix, no Python loops.
+    ``word_spans`` (B, W, 2) are inclusive subword positions of each word; ``word_mask`` (B, W),
+    if given, marks real words (padding slots come out as zeros). One batched matmul with a
+    (B, W, T) averaging matrix, no Python loops.
     """
     positions = torch.arange(hidden.shape[1], device=hidden.device)
-    inside = (positions >= word_spans[..., :1]) & (positions <= word_spans[..., 1:]) & word_mask[..., None]
+    inside = (positions >= word_spans[..., :1]) & (positions <= word_spans[..., 1:])
+    if word_mask is not None:
+        inside = inside & word_mask[..., None]
     weights = inside.to(hidden.dtype)
     weights = weights / weights.sum(-1, keepdim=True).clamp(min=1.0)
     return weights @ hidden

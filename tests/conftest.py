@@ -32,3 +32,42 @@ def small_wolof_tokenizer(wolof_dev_sentences):
     from steps.data.vocab import train_wordpiece
 
     return train_wordpiece([s["tokens"] for s in wolof_dev_sentences], vocab_size=400)
+
+
+@pytest.fixture
+def resumed_run_matches(monkeypatch):
+    """``check(make_step, workspace_dir, crash_after, reference)``: run ``make_step()`` in a fresh
+    workspace with the fine-tuning loop's crash hook set to epoch ``crash_after``, run it again
+    there, and assert that the resumed run's metrics (timings aside) and predicted files equal the
+    uninterrupted ``reference`` result's and that its checkpoint was removed. Returns its metrics."""
+    import json
+
+    from tango.workspaces import LocalWorkspace
+
+    from steps.finetune.loop import CHECKPOINT_NAME, CRASH_AFTER_EPOCH_ENV
+
+    timings = {"seconds", "train_seconds", "wall_seconds", "eval_seconds", "parse_seconds", "train_tokens_per_second", "resumed_from"}
+
+    def untimed(value):
+        if isinstance(value, dict):
+            return {k: untimed(v) for k, v in value.items() if k not in timings}
+        return [untimed(v) for v in value] if isinstance(value, list) else value
+
+    def check(make_step, workspace_dir: Path, crash_after: int, reference: Path):
+        workspace = LocalWorkspace(workspace_dir)
+        monkeypatch.setenv(CRASH_AFTER_EPOCH_ENV, str(crash_after))
+        with pytest.raises(Exception, match=f"stopping after epoch {crash_after}"):
+            make_step().result(workspace)
+        assert len(list(workspace_dir.rglob(CHECKPOINT_NAME))) == 1
+        monkeypatch.delenv(CRASH_AFTER_EPOCH_ENV)
+        resumed = make_step().result(workspace)
+        assert not list(workspace_dir.rglob(CHECKPOINT_NAME))  # removed once the result is written
+        metrics, expected = (json.loads((result / "metrics.json").read_text()) for result in (resumed, reference))
+        assert expected["resumed_from"] == [] and untimed(metrics) == untimed(expected)
+        files = sorted(path.name for path in reference.iterdir())
+        assert sorted(path.name for path in resumed.iterdir()) == files and len(files) > 1
+        for name in set(files) - {"metrics.json"}:  # predictions, byte for byte
+            assert (resumed / name).read_bytes() == (reference / name).read_bytes(), name
+        return metrics
+
+    return check

@@ -227,3 +227,9 @@ def test_sla_encoder_needs_a_parser_for_parse_mode(tiny_encoders, wikiann_slice,
     result = step.result(LocalWorkspace(tmp_path / "workspace"))
     assert len(parsed) == 240 + 80 + 80
     assert json.loads((result / "metrics.json").read_text())["sla_parse"] == "parse"
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_and_ends_identically(tiny_encoders, wikiann_slice, tmp_path, resumed_run_matches):
+    reference = ner_step(tiny_encoders["M"], wikiann_slice, num_threads=1, epochs=3).result(LocalWorkspace(tmp_path / "reference"))
+    metrics = resumed_run_matches(lambda: ner_step(tiny_encoders["M"], wikiann_slice, num_threads=1, epochs=3), tmp_path / "w", 2, reference)
+    assert metrics["resumed_from"] == [2] and metrics["epochs_run"] == 3

@@ -176,6 +176,16 @@ def test_fine_tuning_beats_the_untrained_parser(trained):
     assert metrics["train_seconds"] > 0 and metrics["sla_parse"] == "n/a"
 
 
+def test_a_run_killed_after_epoch_3_resumes_from_its_epoch_2_checkpoint_and_ends_identically(
+        trained, plain_encoder, treebank_slice, tmp_path, resumed_run_matches):
+    reference, _ = trained
+    paths = dict(treebank_slice, test=GOLD_TEST)  # as `trained` was run
+    step = make_step(plain_encoder, paths, checkpoint_every=2)
+    assert step.unique_id == make_step(plain_encoder, paths).unique_id  # cadence is not in the key
+    metrics = resumed_run_matches(lambda: make_step(plain_encoder, paths, checkpoint_every=2), tmp_path / "w", 3, reference)
+    assert metrics["resumed_from"] == [2] and len(metrics["history"]) == QUICK["epochs"] + 1
+
+
 def test_predictions_keep_gold_tokens_form_trees_and_score_without_punctuation(trained, data_root):
     result, metrics = trained
     gold = read_conllu(data_root / GOLD_TEST)

@@ -220,6 +220,14 @@ def test_single_sentence_task_selects_the_lowest_dev_loss(sample, tiny_encoder, 
     ).unique_id
 
 
+def test_a_killed_run_resumes_from_its_checkpoint_and_ends_identically(sample, tiny_encoder, tmp_path, resumed_run_matches):
+    task = "proper_noun_subject"
+    paths = {split: excerpt(sample, tmp_path, task, split, n) for split, n in (("train", 64), ("dev", 32), ("test", 32))}
+    reference = finetune(tiny_encoder, task, paths).result(LocalWorkspace(tmp_path / "reference"))
+    metrics = resumed_run_matches(lambda: finetune(tiny_encoder, task, paths), tmp_path / "w", 1, reference)
+    assert metrics["resumed_from"] == [1] and [r["epoch"] for r in metrics["history"]] == [1, 2, 3]
+
+
 def test_pair_task_without_a_train_file_trains_on_dev_and_says_so(sample, tiny_encoder, tmp_path):
     task = "same_arg_count"
     paths = {split: excerpt(sample, tmp_path, task, split, 48) for split in ("dev", "test")}

@@ -8,29 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..word_encoder import ScalarMix, mean_pool_words  # defined once, shared with the fine-tuning heads
 from .base import IGNORE_INDEX, PER_LABELLED_ROW, ObjectiveInputs, ObjectiveLoss, PretrainingObjective, register_objective
-
-
-class ScalarMix(nn.Module):
-    """AllenNLP-style scalar mix: γ · Σ_l softmax(w)_l · h_l, with w = 0 and γ = 1 at init."""
-
-    def __init__(self, num_layers: int):
-        super().__init__()
-        self.scalar_parameters = nn.Parameter(torch.zeros(num_layers))
-        self.gamma = nn.Parameter(torch.ones(1))
-
-    def forward(self, layers: Sequence[torch.Tensor]) -> torch.Tensor:
-        weights = torch.softmax(self.scalar_parameters, dim=0)
-        return self.gamma * torch.einsum("l,l...->...", weights, torch.stack(list(layers)))
-
-
-def mean_pool_words(token_states: torch.Tensor, token_spans: torch.Tensor) -> torch.Tensor:
-    """(B, T, H), inclusive spans (B, S, 2) → (B, S, H) mean over each span's subwords."""
-    positions = torch.arange(token_states.shape[1], device=token_states.device)
-    inside = (positions >= token_spans[..., :1]) & (positions <= token_spans[..., 1:])  # (B, S, T)
-    weights = inside.to(token_states.dtype)
-    weights = weights / weights.sum(-1, keepdim=True).clamp(min=1)
-    return torch.bmm(weights, token_states)
 
 
 def sequence_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = IGNORE_INDEX) -> torch.Tensor:

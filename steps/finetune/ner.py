@@ -23,7 +23,6 @@ sentences), so anyone can re-score the predictions.
 """
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import re
@@ -35,13 +34,14 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import torch
 from tango import Step
-from tango.common import FromParams, Tqdm
+from tango.common import FromParams
 
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataError, DataPath, iter_lines
 from steps.pretrain.encoders import attention_needs_parse, collate_word_features, encode_words_batch, load_encoder
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
+from steps.finetune import loop
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class FinetuneNer(Step):
     CACHEABLE = True
     VERSION = "002"  # 002: BiLSTM on padded words and fused AdamW (faster; same model and updates)
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
 
     def run(  # type: ignore[override]
         self,
@@ -258,9 +258,10 @@ class FinetuneNer(Step):
         config: NerConfig = NerConfig(),
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
+        checkpoint_every: int = 1,
     ) -> Path:
         with torch_threads(num_threads):
-            return self._finetune(encoder, train, dev, test, sla_parse, corpus_parser, config, device)
+            return self._finetune(encoder, train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every)
 
     def _features(self, tokenizer, splits: Dict[str, List[NerSentence]], max_length: int, parser_dir: Optional[Path]):
         """Subword features per split; with a parser, each sentence's tree for SLA."""
@@ -276,7 +277,8 @@ class FinetuneNer(Step):
             features[name] = encode_words_batch(tokenizer, [s["tokens"] for s in sentences], max_length, heads, name=name)
         return features
 
-    def _finetune(self, encoder_source, train_path, dev_path, test_path, sla_parse, parser_dir, config: NerConfig, device):
+    def _finetune(self, encoder_source, train_path, dev_path, test_path, sla_parse, parser_dir, config: NerConfig, device,
+                  checkpoint_every: int = 1):
         start = time.perf_counter()
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         splits = {"train": read_bio(train_path.resolve()), "dev": read_bio(dev_path.resolve()), "test": read_bio(test_path.resolve())}
@@ -331,49 +333,33 @@ class FinetuneNer(Step):
         )
 
         torch.manual_seed(derived_seed(config.seed, "dropout"))
-        history: List[Dict[str, Any]] = []
-        best = {"f1": -1.0, "epoch": 0, "state": None}
-        batches_per_epoch = -(-len(features["train"]) // config.batch_size)
         lengths = [len(t) for t in tags["train"]]
-        train_seconds = 0.0
-        progress = Tqdm.tqdm(total=config.epochs * batches_per_epoch, desc="NER fine-tuning")
-        for epoch in range(1, config.epochs + 1):
-            epoch_start = time.perf_counter()
-            model.train()
-            generator = torch.Generator().manual_seed(derived_seed(config.seed, "epoch", epoch))
-            batches = batch_order(lengths, config.batch_size, generator, config.bucket)
-            loss_sum, words = 0.0, 0
-            for _, batch, gold in _batches(features["train"], tags["train"], batches):
-                batch = {k: v.to(device) for k, v in batch.items()}
-                loss = model(tags=gold.to(device), **batch)["loss"]
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(f"NER training loss is {float(loss)} in epoch {epoch}")
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(trainable, config.grad_norm)
-                optimizer.step()
-                loss_sum += loss.item()
-                words += int(batch["word_mask"].sum())
-                progress.update(1)
-            train_seconds += time.perf_counter() - epoch_start
-            dev_scores, _ = self._evaluate(model, splits["dev"], features["dev"], tags["dev"], config, device)
-            record = {"epoch": epoch, "train_loss_per_word": loss_sum / max(words, 1), **{f"dev_{k}": v for k, v in dev_scores.items()},
-                      "seconds": time.perf_counter() - epoch_start}
-            history.append(record)
-            if dev_scores["f1"] > best["f1"]:
-                best = {"f1": dev_scores["f1"], "epoch": epoch, "state": copy.deepcopy(model.state_dict())}
-            progress.set_postfix(dev_f1=f"{dev_scores['f1']:.1f}", best=f"{best['f1']:.1f}@{best['epoch']}")
-            self.logger.info(
-                "epoch %d: train loss/word %.4f, dev loss/word %.4f, dev F1 %.2f (P %.2f R %.2f); best %.2f at epoch %d",
-                epoch, record["train_loss_per_word"], dev_scores["loss_per_word"], dev_scores["f1"], dev_scores["precision"],
-                dev_scores["recall"], best["f1"], best["epoch"],
-            )
-            if epoch - best["epoch"] >= config.patience:
-                self.logger.info("no better dev F1 for %d epochs: stopping after epoch %d", config.patience, epoch)
-                break
-        progress.close()
+        batches = loop.BatchStream(
+            # One pass per epoch, its order drawn afresh from the seed of (seed, "epoch", epoch).
+            lambda generator, number: batch_order(
+                lengths, config.batch_size, generator.manual_seed(derived_seed(config.seed, "epoch", number + 1)), config.bucket
+            ),
+            torch.Generator(), -(-len(features["train"]) // config.batch_size),
+        )
 
-        model.load_state_dict(best["state"])
+        def make_batch(indices: List[int]) -> Dict[str, torch.Tensor]:
+            _, batch, gold = next(_batches(features["train"], tags["train"], [indices]))
+            return {**{k: v.to(device) for k, v in batch.items()}, "tags": gold.to(device)}
+
+        def dev_scores(model) -> Dict[str, Any]:
+            scores, _ = self._evaluate(model, splits["dev"], features["dev"], tags["dev"], config, device)
+            return {f"dev_{k}": v for k, v in scores.items()}
+
+        outcome = loop.train(loop.FinetuneTask(
+            name="NER", model=model, optimizer=optimizer, scheduler=None, batches=batches, make_batch=make_batch,
+            loss=lambda model, batch: model(**batch)["loss"],
+            clip_gradients=lambda: torch.nn.utils.clip_grad_norm_(trainable, config.grad_norm),
+            train_fields=lambda totals: {"train_loss_per_word": totals.loss / max(totals.count, 1)},
+            epochs=config.epochs, evaluate=dev_scores, metric="dev_f1", patience=config.patience,
+            count=lambda batch: int(batch["word_mask"].sum()),
+        ), self.work_dir, device, checkpoint_every, self.logger)
+        history, best_epoch = outcome.history, outcome.best_epoch or 0
+
         result = self.work_dir / "result"
         shutil.rmtree(result, ignore_errors=True)
         result.mkdir(parents=True)
@@ -382,14 +368,16 @@ class FinetuneNer(Step):
             scores[name], predicted = self._evaluate(model, splits[name], features[name], tags[name], config, device, per_type=name == "test")
             write_predictions(result / f"predicted-{name}.bio", splits[name], predicted)
         metrics = dict(
-            run_info, dev=scores["dev"], test=scores["test"], best_epoch=best["epoch"], epochs_run=len(history), history=history,
-            train_seconds=train_seconds, parse_seconds=parse_seconds, wall_seconds=time.perf_counter() - start,
+            run_info, dev=scores["dev"], test=scores["test"], best_epoch=best_epoch, epochs_run=len(history), history=history,
+            train_seconds=outcome.train_seconds, parse_seconds=parse_seconds, wall_seconds=time.perf_counter() - start,
+            resumed_from=outcome.resumed_from,
         )
         (result / "metrics.json").write_text(json.dumps(metrics, indent=2))
         self.logger.info(
             "NER: test F1 %.2f (P %.2f R %.2f), dev F1 %.2f at epoch %d; %.0f s training",
-            scores["test"]["f1"], scores["test"]["precision"], scores["test"]["recall"], scores["dev"]["f1"], best["epoch"], train_seconds,
+            scores["test"]["f1"], scores["test"]["precision"], scores["test"]["recall"], scores["dev"]["f1"], best_epoch, outcome.train_seconds,
         )
+        outcome.discard_checkpoint()
         return result
 
     @torch.no_grad()

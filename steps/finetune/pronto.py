@@ -21,11 +21,9 @@ reported dev figures are then training-set figures, ``"trained_on": "dev"``), ``
 """
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
-import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,12 +31,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from tango import Step
-from tango.common import FromParams, Tqdm
+from tango.common import FromParams
 
 from steps.common.data_root import DataError, DataPath, iter_lines
 from steps.pretrain.encoders import _hub_tokenizer, resolve_encoder_dir
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import torch_threads
+from steps.finetune import loop
 
 logger = logging.getLogger(__name__)
 
@@ -298,7 +297,7 @@ class FinetunePronto(Step):
     CACHEABLE = True
     VERSION = "002"  # 002: accuracies in percent, like every other fine-tuning step
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
 
     def run(  # type: ignore[override]
         self,
@@ -310,11 +309,13 @@ class FinetunePronto(Step):
         config: PrOntoConfig = PrOntoConfig(),
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
+        checkpoint_every: int = 1,
     ) -> Path:
         with torch_threads(num_threads):
-            return self._finetune(encoder, get_task(task), train, dev, test, config, device)
+            return self._finetune(encoder, get_task(task), train, dev, test, config, device, checkpoint_every)
 
-    def _finetune(self, encoder, task: PrOntoTask, train_path, dev_path, test_path, config: PrOntoConfig, device) -> Path:
+    def _finetune(self, encoder, task: PrOntoTask, train_path, dev_path, test_path, config: PrOntoConfig, device,
+                  checkpoint_every: int = 1) -> Path:
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         splits = {"dev": read_pronto_tsv(dev_path.resolve(), task), "test": read_pronto_tsv(test_path.resolve(), task)}
         if train_path is not None:
@@ -359,46 +360,34 @@ class FinetunePronto(Step):
             len(splits["dev"]), len(splits["test"]), max_length,
         )
 
-        generator = torch.Generator().manual_seed(config.seed)
-        history, best_state, best_epoch, best_loss = [], None, 0, math.inf
-        train_seconds, train_tokens = 0.0, 0
-        model.train()
-        for epoch in range(1, epochs + 1):
-            start = time.perf_counter()
+        def shuffled_pass(generator: torch.Generator, _) -> List[List[int]]:
             permutation = torch.randperm(len(train_features), generator=generator).tolist()
-            summed_loss = 0.0
-            progress = Tqdm.tqdm(range(batches_per_epoch), desc=f"{task.name} epoch {epoch}/{epochs}")
-            for number in progress:
-                chunk = permutation[number * config.batch_size : (number + 1) * config.batch_size]
-                batch = collate([train_features[i] for i in chunk], [train_labels[i] for i in chunk], pad_id)
-                output = model(**{k: v.to(device) for k, v in batch.items()})
-                loss = output.loss
-                if not math.isfinite(loss.item()):
-                    raise FloatingPointError(f"{task.name}: training loss is {loss.item()} in epoch {epoch}; try a lower lr")
-                loss.backward()
-                if config.max_grad_norm:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                summed_loss += loss.item()
-                train_tokens += int(batch["attention_mask"].sum())
-                progress.set_postfix(loss=f"{loss.item():.3f}")
-            progress.close()
-            train_seconds += time.perf_counter() - start
-            record = {"epoch": epoch, "train_loss": summed_loss / batches_per_epoch}
-            # Selection by dev loss needs dev to be held out. Trained on dev, the last epoch is kept
-            # and dev is scored once at the end (per-epoch scores on training data would only cost time).
-            if trained_on == "train":
-                record["dev_loss"], record["dev_accuracy"], _ = evaluate(model, features["dev"], gold["dev"], config, pad_id, device)
-                if record["dev_loss"] < best_loss:
-                    best_loss, best_epoch = record["dev_loss"], epoch
-                    best_state = copy.deepcopy(model.state_dict())
-            record["seconds"] = time.perf_counter() - start
-            history.append(record)
-            self.logger.info("%s epoch %d: %s", task.name, epoch, json.dumps({k: round(v, 4) for k, v in record.items()}))
-        if best_state is not None:
-            model.load_state_dict(best_state)
+            return [permutation[i : i + config.batch_size] for i in range(0, len(permutation), config.batch_size)]
+
+        def make_batch(indices: List[int]) -> Dict[str, torch.Tensor]:
+            batch = collate([train_features[i] for i in indices], [train_labels[i] for i in indices], pad_id)
+            return {k: v.to(device) for k, v in batch.items()}
+
+        def dev_scores(model) -> Dict[str, float]:
+            loss, accuracy, _ = evaluate(model, features["dev"], gold["dev"], config, pad_id, device)
+            return {"dev_loss": loss, "dev_accuracy": accuracy}
+
+        def clip_gradients() -> None:
+            if config.max_grad_norm:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+
+        # Selection by dev loss needs dev to be held out. Trained on dev, the last epoch is kept and
+        # dev is scored once at the end (per-epoch scores on training data would only cost time).
+        outcome = loop.train(loop.FinetuneTask(
+            name=task.name, model=model, optimizer=optimizer, scheduler=scheduler,
+            batches=loop.BatchStream(shuffled_pass, torch.Generator().manual_seed(config.seed), batches_per_epoch),
+            make_batch=make_batch, loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
+            train_fields=lambda totals: {"train_loss": totals.loss / totals.batches},
+            epochs=epochs, evaluate=dev_scores if trained_on == "train" else None, metric="dev_loss", higher_is_better=False,
+            count=lambda batch: int(batch["attention_mask"].sum()),
+        ), self.work_dir, device, checkpoint_every, self.logger)
+        history, best_epoch, train_seconds = outcome.history, outcome.best_epoch, outcome.train_seconds
+        if best_epoch is not None:
             dev_loss, dev_accuracy = history[best_epoch - 1]["dev_loss"], history[best_epoch - 1]["dev_accuracy"]
         else:
             best_epoch = epochs
@@ -429,9 +418,10 @@ class FinetunePronto(Step):
             "epochs": epochs,
             "history": history,
             "train_seconds": train_seconds,
-            "train_tokens_per_second": train_tokens / max(train_seconds, 1e-9),
+            "train_tokens_per_second": outcome.count / max(train_seconds, 1e-9),
             "device": str(device),
             "threads": torch.get_num_threads(),
+            "resumed_from": outcome.resumed_from,
         }
         result = self.work_dir / "result"
         result.mkdir(parents=True, exist_ok=True)
@@ -442,6 +432,7 @@ class FinetunePronto(Step):
                 f.write(f"{labels[g]}\t{labels[p]}\n")
         self.logger.info("%s: test accuracy %.2f%% (majority %s: %.2f%%), kept epoch %d", task.name, test_accuracy,
                          metrics["majority_baseline"]["label"], metrics["majority_baseline"]["test_accuracy"], best_epoch)
+        outcome.discard_checkpoint()
         return result
 
 

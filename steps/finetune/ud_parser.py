@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from tango import Step
-from tango.common import FromParams, Tqdm
+from tango.common import FromParams
 
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataError, DataPath
@@ -35,6 +35,7 @@ from steps.common.formats import DirectoryFormat
 from steps.parse.backends import CorpusParser, attachment_scores
 from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
+from steps.finetune import loop
 
 logger = logging.getLogger(__name__)
 
@@ -120,23 +121,6 @@ def make_batch(split: Split, indices: Sequence[int]) -> Dict[str, torch.Tensor]:
     return batch
 
 
-class EpochBatches:
-    """Endless stream of training batches: each pass is a fresh `bucketed_batches` permutation."""
-
-    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int):
-        self.lengths, self.batch_size = list(lengths), batch_size
-        self.generator = torch.Generator().manual_seed(derived_seed(seed, "parser-batches"))
-        self.pending: List[List[int]] = []
-
-    def passes_batches(self) -> int:
-        return -(-len(self.lengths) // self.batch_size)
-
-    def next(self) -> List[int]:
-        if not self.pending:
-            self.pending = bucketed_batches(self.lengths, self.batch_size, self.generator)
-        return self.pending.pop()
-
-
 # ---------------------------------------------------------------------------------------------
 # Step
 # ---------------------------------------------------------------------------------------------
@@ -167,7 +151,7 @@ class FinetuneUdParser(Step):
     # the gold file's comments and multiword tokens; udeval runs against the treebank files.
     VERSION = "003"
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
 
     def run(  # type: ignore[override]
         self,
@@ -180,9 +164,10 @@ class FinetuneUdParser(Step):
         config: ParserTrainingConfig = ParserTrainingConfig(),
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
+        checkpoint_every: int = 1,
     ) -> Path:
         with torch_threads(num_threads):
-            return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device)
+            return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every)
 
     # ------------------------------------------------------------------------------------------
 
@@ -199,7 +184,8 @@ class FinetuneUdParser(Step):
             splits[name] = Split(name, sentences, features, source=path)
         return splits
 
-    def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device) -> Path:
+    def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device,
+                  checkpoint_every: int = 1) -> Path:
         from models.biaffine_parser import BiaffineDependencyParser
 
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -235,60 +221,40 @@ class FinetuneUdParser(Step):
         )
         torch.manual_seed(derived_seed(config.seed, "parser-dropout"))
 
-        batches = EpochBatches([len(f["input_ids"]) for f in splits["train"].features], config.batch_size, config.seed)
-        per_epoch = config.batches_per_epoch or batches.passes_batches()
-        total_steps = config.epochs * per_epoch
-        decay = (lambda done: 1.0 - done / total_steps) if config.lr_schedule == "linear" else (lambda done: 1.0)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, decay)
+        lengths = [len(f["input_ids"]) for f in splits["train"].features]
+        batches = loop.BatchStream(
+            # A pass's batches are used last-first, as VERSION 002 popped them.
+            lambda generator, _: bucketed_batches(lengths, config.batch_size, generator)[::-1],
+            torch.Generator().manual_seed(derived_seed(config.seed, "parser-batches")),
+            config.batches_per_epoch or -(-len(lengths) // config.batch_size),
+        )
+        per_epoch = batches.batches_per_epoch
+        from transformers import get_constant_schedule, get_linear_schedule_with_warmup
+
+        scheduler = (get_linear_schedule_with_warmup(optimizer, 0, config.epochs * per_epoch) if config.lr_schedule == "linear"
+                     else get_constant_schedule(optimizer))
         self.logger.info(
             "fine-tuning a parser on %s: %d train / %d dev / %d test sentences, %d labels, %d epochs of %d batches",
             source, len(splits["train"]), len(splits["dev"]), len(splits["test"]), len(labels), config.epochs, per_epoch,
         )
-        start = time.perf_counter()
-        # Epoch 0 is the untrained parser: the floor that fine-tuning must beat.
-        initial = attachment_scores(splits["dev"].sentences, self._predict(model, splits["dev"], labels, config, device))
-        history: List[Dict[str, Any]] = [{"epoch": 0, "step": 0, "train_loss": None, "las": initial["las"],
-                                          "uas": initial["uas"], "seconds": time.perf_counter() - start}]
-        best_las, best_epoch = initial["las"], 0
-        best_state = _snapshot(model)
-        progress = Tqdm.tqdm(total=total_steps, desc="fine-tuning parser")
-        step = 0
-        for epoch in range(1, config.epochs + 1):
-            model.train()
-            epoch_loss, epoch_start = 0.0, time.perf_counter()
-            for _ in range(per_epoch):
-                batch = {k: v.to(device) for k, v in make_batch(splits["train"], batches.next()).items()}
-                output = model(**batch)
-                loss = float(output.loss.detach())
-                if loss != loss or loss in (float("inf"), float("-inf")):
-                    raise FloatingPointError(f"parser loss is {loss} at step {step + 1}; try a lower lr")
-                output.loss.backward()
-                if config.grad_clip_value is not None:
-                    torch.nn.utils.clip_grad_value_(model.parameters(), config.grad_clip_value)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                step += 1
-                epoch_loss += loss
-                progress.update(1)
-                progress.set_postfix(loss=f"{loss:.3f}", epoch=epoch)
+
+        def dev_scores(model) -> Dict[str, float]:
             scores = attachment_scores(splits["dev"].sentences, self._predict(model, splits["dev"], labels, config, device))
-            record = {"epoch": epoch, "step": step, "train_loss": epoch_loss / per_epoch, "las": scores["las"],
-                      "uas": scores["uas"], "seconds": time.perf_counter() - epoch_start}
-            history.append(record)
-            improved = scores["las"] > best_las
-            if improved:
-                best_las, best_epoch = scores["las"], epoch
-                best_state = _snapshot(model)
-            self.logger.info("epoch %d: train loss %.4f, dev LAS %.2f UAS %.2f%s", epoch, record["train_loss"],
-                             scores["las"], scores["uas"], " (best)" if improved else "")
-            if config.patience is not None and epoch - best_epoch >= config.patience:
-                self.logger.info("no better dev LAS for %d epochs: stopping", config.patience)
-                break
-        progress.close()
-        train_seconds = time.perf_counter() - start
-        model.load_state_dict(best_state)
-        return self._write_result(model, splits, labels, config, device, {
+            return {"las": scores["las"], "uas": scores["uas"]}
+
+        def clip_gradients() -> None:
+            if config.grad_clip_value is not None:
+                torch.nn.utils.clip_grad_value_(model.parameters(), config.grad_clip_value)
+
+        outcome = loop.train(loop.FinetuneTask(
+            name="parser", model=model, optimizer=optimizer, scheduler=scheduler, batches=batches,
+            make_batch=lambda indices: {k: v.to(device) for k, v in make_batch(splits["train"], indices).items()},
+            loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
+            train_fields=lambda totals: {"step": totals.steps, "train_loss": totals.loss / totals.batches if totals.batches else None},
+            epochs=config.epochs, evaluate=dev_scores, metric="las", patience=config.patience, evaluate_before_training=True,
+        ), self.work_dir, device, checkpoint_every, self.logger)
+        history = outcome.history
+        result = self._write_result(model, splits, labels, config, device, {
             "task": "ud_parsing", "primary_metric": "las", "seed": config.seed, "encoder": source,
             "encoder_config": {k: getattr(encoder.config, k, None) for k in
                                ("model_type", "syntax_attention", "hidden_size", "num_hidden_layers", "vocab_size")},
@@ -297,9 +263,12 @@ class FinetuneUdParser(Step):
             "sentences": {name: len(split) for name, split in splits.items()},
             "parameters": sum(p.numel() for p in model.parameters()),
             "encoder_parameters": sum(p.numel() for p in encoder_params),
-            "best_epoch": best_epoch, "epochs_run": len(history) - 1, "steps": step, "history": history,
-            "train_seconds": train_seconds, "threads": torch.get_num_threads(), "device": str(device),
+            "best_epoch": outcome.best_epoch, "epochs_run": len(history) - 1, "steps": outcome.steps, "history": history,
+            "train_seconds": outcome.loop_seconds, "threads": torch.get_num_threads(), "device": str(device),
+            "resumed_from": outcome.resumed_from,
         })
+        outcome.discard_checkpoint()
+        return result
 
     @torch.no_grad()
     def _predict(self, model, split: Split, labels: List[str], config: ParserTrainingConfig, device) -> List[Sentence]:
@@ -353,11 +322,6 @@ METRIC_DEFINITIONS = {
               "unmodified gold test file: every word, punctuation included, subtypes stripped",
     "udeval_dev": "the same on predicted-dev.conllu against the gold dev file",
 }
-
-
-def _snapshot(model) -> Dict[str, torch.Tensor]:
-    """A CPU copy of the weights, kept for the best dev epoch (training goes on in place)."""
-    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
 def official_scores(gold: Path, system: Path) -> Dict[str, Any]:

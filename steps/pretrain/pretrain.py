@@ -30,6 +30,7 @@ from tango import Step
 from tango.common import FromParams, Tqdm
 
 from steps.common.batching import bucketed_batches
+from steps.common.checkpoints import SimulatedCrash, save_atomically
 from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, torch_threads
@@ -41,10 +42,6 @@ CHECKPOINT_NAME = "checkpoint.pt"
 # Test hook: raise `SimulatedCrash` right after optimizer step N (after its checkpoint, if one is
 # due), as if the process had been killed there. Not part of the cache key.
 CRASH_AFTER_STEP_ENV = "SIB_PRETRAIN_CRASH_AFTER_STEP"
-
-
-class SimulatedCrash(RuntimeError):
-    pass
 
 
 class PretrainingConfig(FromParams):
@@ -200,12 +197,6 @@ def structure_losses_without_dropout(model):
         yield
     finally:
         model.train(was_training)
-
-
-def _save_atomically(obj: Any, path: Path) -> None:
-    partial = path.with_name(path.name + ".partial")
-    torch.save(obj, partial)
-    os.replace(partial, path)
 
 
 def _to_device(batch: Dict[str, torch.Tensor], device: torch.device) -> Dict[str, torch.Tensor]:
@@ -411,7 +402,7 @@ class PretrainMicrobert(Step):
                     wandb_run.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
             if step % config.checkpoint_every == 0 or step == config.max_steps:
                 state["wall_seconds"] = wall_before + time.perf_counter() - session_start
-                _save_atomically(
+                save_atomically(
                     {
                         "model": model.state_dict(),
                         "optimizer": optimizer.state_dict(),
