@@ -535,6 +535,12 @@ def test_unknown_language_in_a_step_is_a_data_error():
         LoadCorpus(language="klingon", corpus=DataPath(CORPUS)).result(None)
 
 
+def test_unknown_parser_backend_is_a_data_error(tmp_path):
+    step = TrainCorpusParser(language="wolof", train=DataPath(UD_DEV), dev=DataPath(UD_DEV), test=DataPath(UD_DEV), backend="spacy")
+    with pytest.raises(DataError, match="unknown parser backend 'spacy'; known: stanza, udpipe"):
+        step.result(LocalWorkspace(tmp_path / "workspace"))
+
+
 def test_missing_data_root_names_the_root_and_the_setting(tmp_path, monkeypatch):
     missing = tmp_path / "no-such-root"
     monkeypatch.setenv(DATA_ROOT_ENV, str(missing))

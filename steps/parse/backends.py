@@ -8,18 +8,21 @@ predicted tags. Two backends:
   trained with their own CLIs in-process, CPU only, no pretrained word vectors.
 - ``udpipe``: UDPipe 1 (``ufal.udpipe``), the classical baseline.
 
-Both are wrapped by :class:`CorpusParser`, which parses pretokenized sentences in batches.
+Each is a registered :class:`CorpusParserBackend` (configs name it: ``backend: "stanza"``);
+:class:`CorpusParser` loads a trained directory with its backend and parses pretokenized
+sentences in batches.
 """
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-from tango.common import FromParams
+from tango.common import FromParams, Registrable
 
 from steps.data.readers import Sentence, read_conllu, write_conllu
 
@@ -130,6 +133,134 @@ class ParserBudget(FromParams):
                              "(set parser_uses_xpos and parser_uses_feats to false)")
 
 
+class CorpusParserBackend(Registrable):
+    """One parser toolkit: how it trains from CoNLL-U files, loads its models and parses.
+
+    Registered by the name configs use (``backend: "stanza"``); the step passes that string, so a
+    new backend is a new class here and no cache key changes."""
+
+    uses_word_vectors = False  # whether train() takes the corpus word vectors
+
+    def train(self, directory: Path, language, train: Path, dev: Path, budget: ParserBudget,
+              word_vectors: Optional[Path]) -> Dict[str, float]:
+        """Train into ``directory`` from normalised CoNLL-U files; return timings."""
+        raise NotImplementedError
+
+    def load(self, directory: Path, info: Dict[str, Any]) -> Any:
+        """The loaded models of a trained parser directory."""
+        raise NotImplementedError
+
+    def parse(self, models: Any, batch: Sequence[Sequence[str]]) -> List[Sentence]:
+        """Tag and parse one batch of pretokenized sentences."""
+        raise NotImplementedError
+
+
+@CorpusParserBackend.register("stanza")
+class StanzaBackend(CorpusParserBackend):
+    """Stanza's POS tagger and biaffine parser (the paper's choice), trained in-process on CPU."""
+
+    uses_word_vectors = True
+
+    def train(self, directory, language, train, dev, budget, word_vectors):
+        timings = train_stanza(directory, language.stanza_code, language.treebank, train, dev, budget, word_vectors=word_vectors)
+        shutil.rmtree(directory / "scratch", ignore_errors=True)
+        return timings
+
+    def load(self, directory, info):
+        import stanza
+
+        vectors = str(directory / info["word_vectors"]) if info.get("word_vectors") else None
+        # Stanza insists on a resources.json in its model dir even when every model path is
+        # given explicitly; an empty one is enough and keeps it from trying to download.
+        resources = directory / "stanza_resources"
+        resources.mkdir(exist_ok=True)
+        (resources / "resources.json").write_text("{}")
+        return stanza.Pipeline(
+            lang=info["stanza_code"],
+            dir=str(resources),
+            processors="tokenize,pos,lemma,depparse",
+            download_method=None,
+            tokenize_pretokenized=True,
+            lemma_use_identity=True,
+            # Pretokenized input and identity lemmas load no model, but Stanza drops a
+            # processor from the pipeline unless it has some model path.
+            tokenize_model_path=str(directory / "unused-tokenizer.pt"),
+            lemma_model_path=str(directory / "unused-lemmatizer.pt"),
+            allow_unknown_language=True,
+            pos_model_path=str(directory / "tagger.pt"),
+            depparse_model_path=str(directory / "parser.pt"),
+            pos_pretrain_path=vectors,
+            depparse_pretrain_path=vectors,
+            use_gpu=False,
+            logging_level="WARN",
+            pos_batch_size=5000,
+            depparse_batch_size=5000,
+        )
+
+    def parse(self, models, batch):
+        doc = models([list(tokens) for tokens in batch])
+        parsed = []
+        for tokens, sentence in zip(batch, doc.sentences):
+            words = sentence.words
+            if len(words) != len(tokens):
+                raise ValueError(f"parser returned {len(words)} words for {len(tokens)} tokens: {' '.join(tokens)[:80]}")
+            parsed.append(
+                {
+                    "tokens": list(tokens),
+                    "upos": [w.upos or "_" for w in words],
+                    "xpos": [w.xpos or "_" for w in words],
+                    "head": [int(w.head) for w in words],
+                    "deprel": [w.deprel or "dep" for w in words],
+                }
+            )
+        return parsed
+
+
+@CorpusParserBackend.register("udpipe")
+class UDPipeBackend(CorpusParserBackend):
+    """UDPipe 1 (``ufal.udpipe``), the classical baseline; ignores word vectors."""
+
+    def train(self, directory, language, train, dev, budget, word_vectors):
+        return train_udpipe(directory, train, dev, budget)
+
+    def load(self, directory, info):
+        from ufal.udpipe import Model
+
+        model = Model.load(str(directory / "udpipe.model"))
+        if model is None:
+            raise RuntimeError(f"{directory / 'udpipe.model'}: cannot load UDPipe model")
+        return model
+
+    def parse(self, models, batch):
+        from ufal.udpipe import Sentence as UDSentence
+
+        parsed = []
+        for tokens in batch:
+            sentence = UDSentence()
+            for token in tokens:
+                sentence.addWord(token)
+            models.tag(sentence, models.DEFAULT)
+            models.parse(sentence, models.DEFAULT)
+            words = list(sentence.words)[1:]  # words[0] is the technical root
+            parsed.append({
+                "tokens": list(tokens),
+                "upos": [w.upostag or "_" for w in words],
+                "xpos": [w.xpostag or "_" for w in words],
+                "head": [w.head for w in words],
+                "deprel": [w.deprel or "dep" for w in words],
+            })
+        return parsed
+
+
+def parser_backend(name: str) -> CorpusParserBackend:
+    """The registered backend called ``name``; a DataError listing the known ones otherwise."""
+    if name not in CorpusParserBackend.list_available():
+        from steps.common.data_root import DataError
+
+        raise DataError(f"unknown parser backend {name!r}; known: {', '.join(CorpusParserBackend.list_available())}")
+    return CorpusParserBackend.by_name(name)()
+
+
 class CorpusParser:
     """A trained tagger + parser in a directory; parses pretokenized sentences."""
 
@@ -137,96 +268,18 @@ class CorpusParser:
         self.directory = Path(directory)
         self.info = json.loads((self.directory / "parser.json").read_text())
         self.backend = self.info["backend"]
-        self._impl = None
+        self._backend = parser_backend(self.backend)
+        self._models = None
 
     @property
     def metrics(self) -> Dict[str, float]:
         return self.info["metrics"]
 
-    def _vectors(self) -> Optional[str]:
-        name = self.info.get("word_vectors")
-        return str(self.directory / name) if name else None
-
-    def _load(self):
-        if self._impl is not None:
-            return self._impl
-        if self.backend == "stanza":
-            import stanza
-
-            # Stanza insists on a resources.json in its model dir even when every model path is
-            # given explicitly; an empty one is enough and keeps it from trying to download.
-            resources = self.directory / "stanza_resources"
-            resources.mkdir(exist_ok=True)
-            (resources / "resources.json").write_text("{}")
-            self._impl = stanza.Pipeline(
-                lang=self.info["stanza_code"],
-                dir=str(resources),
-                processors="tokenize,pos,lemma,depparse",
-                download_method=None,
-                tokenize_pretokenized=True,
-                lemma_use_identity=True,
-                # Pretokenized input and identity lemmas load no model, but Stanza drops a
-                # processor from the pipeline unless it has some model path.
-                tokenize_model_path=str(self.directory / "unused-tokenizer.pt"),
-                lemma_model_path=str(self.directory / "unused-lemmatizer.pt"),
-                allow_unknown_language=True,
-                pos_model_path=str(self.directory / "tagger.pt"),
-                depparse_model_path=str(self.directory / "parser.pt"),
-                pos_pretrain_path=self._vectors(),
-                depparse_pretrain_path=self._vectors(),
-                use_gpu=False,
-                logging_level="WARN",
-                pos_batch_size=5000,
-                depparse_batch_size=5000,
-            )
-        else:
-            from ufal.udpipe import Model
-
-            model = Model.load(str(self.directory / "udpipe.model"))
-            if model is None:
-                raise RuntimeError(f"{self.directory / 'udpipe.model'}: cannot load UDPipe model")
-            self._impl = model
-        return self._impl
-
     def parse(self, batch: Sequence[Sequence[str]]) -> List[Sentence]:
         """Tag and parse one batch of pretokenized sentences."""
-        impl = self._load()
-        if self.backend == "stanza":
-            doc = impl([list(tokens) for tokens in batch])
-            parsed = []
-            for tokens, sentence in zip(batch, doc.sentences):
-                words = sentence.words
-                if len(words) != len(tokens):
-                    raise ValueError(f"parser returned {len(words)} words for {len(tokens)} tokens: {' '.join(tokens)[:80]}")
-                parsed.append(
-                    {
-                        "tokens": list(tokens),
-                        "upos": [w.upos or "_" for w in words],
-                        "xpos": [w.xpos or "_" for w in words],
-                        "head": [int(w.head) for w in words],
-                        "deprel": [w.deprel or "dep" for w in words],
-                    }
-                )
-            return parsed
-        return [self._udpipe_parse(impl, tokens) for tokens in batch]
-
-    @staticmethod
-    def _udpipe_parse(model, tokens: Sequence[str]) -> Sentence:
-        from ufal.udpipe import Sentence as UDSentence
-
-        sentence = UDSentence()
-        for token in tokens:
-            sentence.addWord(token)
-        model.tag(sentence, model.DEFAULT)
-        model.parse(sentence, model.DEFAULT)
-        words = list(sentence.words)[1:]  # words[0] is the technical root
-        return {
-            "tokens": list(tokens),
-            "upos": [w.upostag or "_" for w in words],
-            "xpos": [w.xpostag or "_" for w in words],
-            "head": [w.head for w in words],
-            "deprel": [w.deprel or "dep" for w in words],
-        }
+        if self._models is None:
+            self._models = self._backend.load(self.directory, self.info)
+        return self._backend.parse(self._models, batch)
 
     def parse_all(self, sentences: Sequence[Sequence[str]], batch_size: int = 256) -> Iterator[List[Sentence]]:
         for start in range(0, len(sentences), batch_size):
@@ -435,6 +488,6 @@ def evaluate_parser(parser: CorpusParser, gold: Sequence[Sentence], prediction_f
 
 
 __all__ = [
-    "CorpusParser", "ParserBudget", "attachment_scores", "evaluate_parser", "read_conllu",
+    "CorpusParser", "CorpusParserBackend", "ParserBudget", "StanzaBackend", "UDPipeBackend", "parser_backend", "attachment_scores", "evaluate_parser", "read_conllu",
     "train_stanza", "train_udpipe",
 ]

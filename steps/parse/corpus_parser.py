@@ -19,12 +19,12 @@ from tango import Step
 from tango.common import Tqdm
 from tango.format import DillFormat
 
-from steps.common.data_root import DataError, DataPath, normalised_copy
+from steps.common.data_root import DataPath, normalised_copy
 from steps.common.formats import DirectoryFormat
 from steps.data.languages import get_language
 from steps.data.readers import read_conllu
 from steps.data.word_vectors import VECTORS_FILE
-from steps.parse.backends import CorpusParser, ParserBudget, evaluate_parser, train_stanza, train_udpipe
+from steps.parse.backends import CorpusParser, ParserBudget, evaluate_parser, parser_backend
 
 
 @Step.register("train_corpus_parser")
@@ -52,8 +52,7 @@ class TrainCorpusParser(Step):
         word_vectors: Optional[Path] = None,
     ) -> Path:
         lang = get_language(language)
-        if backend not in ("stanza", "udpipe"):
-            raise DataError(f"unknown parser backend {backend!r}; known: stanza, udpipe")
+        parser_kind = parser_backend(backend)  # checked before minutes of training
         # Read (and so validate) the treebank before spending minutes on training.
         splits = {name: (path.resolve(), read_conllu(path.resolve())) for name, path in
                   [("train", train), ("dev", dev), ("test", test)]}
@@ -66,16 +65,11 @@ class TrainCorpusParser(Step):
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         vectors_name = None
-        if word_vectors is not None and backend == "stanza":
+        if word_vectors is not None and parser_kind.uses_word_vectors:
             # Copied in, so the parser directory is self-contained for CorpusParser.
             vectors_name = "word_vectors.pt"
             shutil.copy(Path(word_vectors) / VECTORS_FILE, out / vectors_name)
-        if backend == "stanza":
-            timings = train_stanza(out, lang.stanza_code, lang.treebank, train_file, dev_file, budget,
-                                   word_vectors=out / vectors_name if vectors_name else None)
-            shutil.rmtree(out / "scratch", ignore_errors=True)
-        else:
-            timings = train_udpipe(out, train_file, dev_file, budget)
+        timings = parser_kind.train(out, lang, train_file, dev_file, budget, out / vectors_name if vectors_name else None)
         info = {"backend": backend, "language": language, "stanza_code": lang.stanza_code, "word_vectors": vectors_name,
                 "budget": vars(budget), "timings": timings, "metrics": {}}
         (out / "parser.json").write_text(json.dumps(info, indent=2))
