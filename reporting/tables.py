@@ -27,14 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from reporting.languages import short_title
 from steps.evaluate.scoring import format_mean_sd
 
 logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parent.parent
 PAPER_TABLES = REPO / "configs" / "paper_tables.json"
-LANGUAGE_TITLES = {"wolof": "Wolof", "coptic": "Coptic", "maltese": "Maltese", "uyghur": "Uyghur",
-                   "ancient_greek": "An. Gk.", "english": "English", "spanish": "Spanish", "avg": "Avg."}
 
 # Cell ids used by the builder (configs/lib.libsonnet) → where the paper's values live.
 TABLE_TITLES = {
@@ -149,7 +148,7 @@ def _paper_text(value: Optional[float]) -> str:
 
 
 def to_markdown(title: str, columns, table_rows) -> str:
-    header = "| model | " + " | ".join(f"{LANGUAGE_TITLES.get(c, c)} ours | paper" for c in columns) + " |"
+    header = "| model | " + " | ".join(f"{short_title(c)} ours | paper" for c in columns) + " |"
     rule = "|---|" + "---|---|" * len(columns)
     lines = [f"### {title}", "", header, rule]
     for row, entries in table_rows:
@@ -163,7 +162,7 @@ def to_latex(title: str, columns, table_rows) -> str:
 
     spec = "l" + "rr" * len(columns)
     lines = [r"\begin{table}", r"\centering", rf"\begin{{tabular}}{{{spec}}}", r"\hline",
-             "Model & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{escape(LANGUAGE_TITLES.get(c, c))}}}" for c in columns) + r" \\",
+             "Model & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{escape(short_title(c))}}}" for c in columns) + r" \\",
              " & " + " & ".join(["ours & paper"] * len(columns)) + r" \\", r"\hline"]
     for row, entries in table_rows:
         lines.append(escape(_row_title(row)) + " & " + " & ".join(f"{escape(text)} & {escape(_paper_text(paper))}" for text, _, paper in entries) + r" \\")
@@ -214,7 +213,7 @@ def delta_plot(path: Path, title: str, columns, table_rows) -> bool:
         axis.bar(xs, [d for d in deltas if d is not None], width=width, label=_row_title(row))
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(languages))])
-    axis.set_xticklabels([LANGUAGE_TITLES.get(c, c) for c in languages])
+    axis.set_xticklabels([short_title(c) for c in languages])
     axis.set_ylabel("Δ vs µB-M")
     axis.set_title(title, fontsize=9)
     axis.legend(fontsize=7, ncol=2)
