@@ -198,7 +198,7 @@ def delta_markdown(columns, table_rows) -> str:
     shown = [(row, entries[: len(languages)]) for row, entries in table_rows if any(e.delta for e in entries)]
     if not shown:
         return ""
-    lines = ["", "Difference from µB-M (this cache), mean ± 95 % t-interval over seeds, paired by seed:", "",
+    lines = ["", "Difference from µB-M, mean ± 95 % t-interval over seeds, paired by seed:", "",
              "| model | " + " | ".join(short_title(c) for c in languages) + " |", "|---|" + "---|" * len(languages)]
     for row, entries in shown:
         lines.append(f"| {_row_title(row)} | " + " | ".join(e.delta.text() if e.delta else "—" for e in entries) + " |")
@@ -252,7 +252,9 @@ def record_cells(record_dir: Path) -> List[Cell]:
             if line["column"] == "avg" or not line["ours_mean"]:
                 continue
             seeds = [int(s) for s in line["seeds"].split()]
-            values = [float(v) for v in line.get("test_values", "").split()] or None
+            values = [float(v) for v in (line.get("test_values") or "").split()] or None
+            if values is None and len(seeds) == 1:
+                values = [float(line["ours_mean"])]  # one seed: its value is the mean
             sd = float(line["ours_sd"]) if line["ours_sd"] else None
             result = {"seeds": seeds, "n": len(seeds), "test": {"mean": float(line["ours_mean"]), "sd": sd, "values": values}}
             cells.append(Cell(line["table"], line["scale"], line["row"], line["column"], result, recorded=True))
