@@ -111,11 +111,11 @@ def _mean_of(values: Iterable[Optional[float]]) -> Optional[float]:
     return statistics.fmean(values) if values and all(v is not None for v in values) else None
 
 
-def _cell_text(cell: Optional[Cell]) -> str:
+def _cell_text(cell: Optional[Cell], mark_recorded: bool = True) -> str:
     if cell is None or cell.result is None:
         return "—"
     test = cell.result["test"]
-    return format_mean_sd(test["mean"], test["sd"], cell.result["n"]) + (" †" if cell.recorded else "")
+    return format_mean_sd(test["mean"], test["sd"], cell.result["n"]) + (" †" if cell.recorded and mark_recorded else "")
 
 
 @dataclass
@@ -158,7 +158,7 @@ def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict, reco
             if row != "M" and cell and cell.result and baseline and baseline.result:
                 delta = paired_difference(cell.result, baseline.result)
             entries.append(Entry(_cell_text(cell), cell.mean if cell else None, published,
-                                 None if recorded is None else _cell_text(recorded.get((row, column))), delta))
+                                 None if recorded is None else _cell_text(recorded.get((row, column)), mark_recorded=False), delta))
         table_rows.append((row, entries))
     return columns, table_rows
 
@@ -289,7 +289,7 @@ def delta_plot(path: Path, title: str, columns, table_rows) -> bool:
     for index, (row, entries) in enumerate(series.items()):
         shown = [(i, e.delta) for i, e in enumerate(entries) if e.delta and e.delta.mean is not None]
         bars = axis.bar([i + index * width for i, _ in shown], [d.mean for _, d in shown], width=width, label=_row_title(row),
-                        yerr=[d.half_width or 0.0 for _, d in shown], capsize=2, error_kw={"linewidth": 0.8})
+                        yerr=[float("nan") if d.half_width is None else d.half_width for _, d in shown], capsize=2, error_kw={"linewidth": 0.8})
         for bar, (_, d) in zip(bars, shown):
             if d.half_width is None:
                 bar.set_hatch("//")
