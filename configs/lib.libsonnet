@@ -5,15 +5,7 @@
 // scale shares the same cached corpus, parser, parse and vocabulary.
 local scales = import "scales.libsonnet";
 
-// `wikiann`: the WikiAnn file code where the language has NER data (paper Table 3).
-local languages = {
-  wolof: { treebank: "wo_wtb", wikiann: "wo" },
-  coptic: { treebank: "cop_scriptorium" },
-  maltese: { treebank: "mt_mudt", wikiann: "mt" },
-  uyghur: { treebank: "ug_udt", wikiann: "ug" },
-  ancient_greek: { treebank: "grc_proiel" },
-  english: { treebank: "en_ewt" },
-};
+local languages = import "languages.libsonnet";  // treebank, WikiAnn code, … per language
 
 // A file under the data root ($SIB_DATA_ROOT, default ./data); absolute paths and URLs work too.
 local data(path) = { path: path };

@@ -1,17 +1,22 @@
 """Regenerate the paper's result tables from whatever the Tango cache holds; trains nothing.
 
-    python -m reporting.tables                      # all experiment files, tables under docs/tables/
+    python -m reporting.tables                      # all experiment files, tables under workspace/tables/
     python -m reporting.tables --scale cpu experiments/wolof_m.jsonnet experiments/wolof_random_init.jsonnet
+    python -m reporting.tables --update-docs        # rewrite the committed record, docs/tables/
 
 For every experiment file, the config is built into its step graph (same ext vars as ``tango
 run``: the environment) and each ``aggregate_cell`` step is looked up in the workspace cache by its
 unique id, so a result shows up only if it was computed by the config as it is now. Cells that are
 not cached print as "—".
 
-Outputs per scale, under ``--out`` (default ``docs/tables``): ``<table>.md``, ``<table>.tex`` and
-``<table>.csv`` for Tables 2, 3, 4 (both tasks) and 7–9, each computed value beside the paper's
-published one (``configs/paper_tables.json``), and ``<table>_delta.png``: each condition's
-difference from µB-M per language.
+Outputs per scale, under ``--out`` (default ``<workspace>/tables``): ``<table>.md``, ``<table>.tex``
+and ``<table>.csv`` for Tables 2, 3, 4 (both tasks) and 7–9, each computed value beside the committed
+record's (``docs/tables``) and the paper's published one (``configs/paper_tables.json``), each
+condition's difference from µB-M with a 95 % interval over seeds (paired by seed), and
+``<table>_delta.png``, those differences per language with their intervals.
+
+``--update-docs`` writes the record itself, ``docs/tables``: a cell this cache lacks keeps the
+record's value (marked †), so a partial cache never erases results of record.
 """
 from __future__ import annotations
 
@@ -28,14 +33,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from reporting.graphs import FileGraph, cached_result, display_path, load_graphs
+from reporting.languages import short_title
+from reporting.significance import Difference, paired_difference
 from steps.evaluate.scoring import format_mean_sd
 
 logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parent.parent
 PAPER_TABLES = REPO / "configs" / "paper_tables.json"
-LANGUAGE_TITLES = {"wolof": "Wolof", "coptic": "Coptic", "maltese": "Maltese", "uyghur": "Uyghur",
-                   "ancient_greek": "An. Gk.", "english": "English", "spanish": "Spanish", "avg": "Avg."}
 
 # Cell ids used by the builder (configs/lib.libsonnet) → where the paper's values live.
 TABLE_TITLES = {
@@ -59,6 +65,7 @@ class Cell:
     column: str
     result: Optional[dict] = None
     experiments: List[str] = field(default_factory=list)
+    recorded: bool = False  # the result is the committed record's (docs/tables), not this cache's
 
     @property
     def mean(self) -> Optional[float]:
@@ -75,35 +82,28 @@ def paper_values(paper: dict, table: str) -> Tuple[List[str], List[str], Dict[st
     return list(spec["columns"]), list(conditions), spec["rows"]
 
 
-def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path) -> Tuple[List[Cell], List[Tuple[Path, str]]]:
+def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path,
+                  graphs: Optional[Sequence[FileGraph]] = None) -> Tuple[List[Cell], List[Tuple[Path, str]]]:
     """Every aggregate_cell of the experiment files, with its cached result if there is one, and
-    the (file, error) of each experiment file that could not be built."""
-    import steps  # noqa: F401  (registers the step classes)
-    from tango.common import Params
-    from tango.step_graph import StepGraph
-    from tango.workspaces import LocalWorkspace
-
-    from steps.evaluate.scoring import AggregateCell
-
-    workspace = LocalWorkspace(workspace_dir)
+    the (file, error) of each experiment file that could not be built. ``graphs``: the files'
+    graphs if the caller has them already (reporting.graphs.load_graphs)."""
+    if graphs is None:
+        graphs = load_graphs(experiment_files, workspace_dir)
+    wanted = {display_path(path) for path in experiment_files}
     cells: Dict[Tuple[str, str, str, str], Cell] = {}
     problems: List[Tuple[Path, str]] = []
-    for path in experiment_files:
-        try:
-            params = Params.from_file(path, ext_vars=dict(os.environ))
-            graph = StepGraph.from_params(params.pop("steps"))
-        except Exception as error:  # a broken or data-less experiment must not hide the others
-            problems.append((Path(path), f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
+    for graph in graphs:
+        if graph.path not in wanted:
             continue
-        for step in graph.values():
-            if not isinstance(step, AggregateCell):
-                continue
-            first_score = step.kwargs["scores"][0]
-            key = tuple(first_score.kwargs[k] for k in ("table", "scale", "row", "column"))
+        if graph.error:
+            problems.append((Path(graph.path), graph.error))
+            continue
+        for found in graph.cells:
+            key = tuple(found[k] for k in ("table", "scale", "row", "column"))
             cell = cells.setdefault(key, Cell(*key))
-            cell.experiments.append(str(path))
-            if cell.result is None and step in workspace.step_cache:
-                cell.result = workspace.step_cache[step]
+            cell.experiments.append(graph.path)
+            if cell.result is None:
+                cell.result = cached_result(workspace_dir, found["unique_id"])
     return list(cells.values()), problems
 
 
@@ -112,15 +112,36 @@ def _mean_of(values: Iterable[Optional[float]]) -> Optional[float]:
     return statistics.fmean(values) if values and all(v is not None for v in values) else None
 
 
-def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict):
-    """Rows of (row name, [(ours text, ours mean, paper value) per column]) for one table/scale."""
+def _cell_text(cell: Optional[Cell], mark_recorded: bool = True) -> str:
+    if cell is None or cell.result is None:
+        return "—"
+    test = cell.result["test"]
+    return format_mean_sd(test["mean"], test["sd"], cell.result["n"]) + (" †" if cell.recorded and mark_recorded else "")
+
+
+@dataclass
+class Entry:
+    """One column of one row: our text and mean, the paper's value, the record's text (where shown)
+    and the paired difference from µB-M (None for the M row, for avg, or without both results)."""
+
+    text: str
+    mean: Optional[float]
+    paper: Optional[float]
+    record: Optional[str] = None
+    delta: Optional[Difference] = None
+
+
+def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict, record: Optional[Sequence[Cell]] = None):
+    """(columns, rows of (row name, [Entry per column])) for one table/scale. ``record``: the
+    committed cells, shown beside ours."""
     columns, paper_rows, paper_cells = paper_values(paper, table)
     languages = [c for c in columns if c != "avg"]
     ours = {(c.row, c.column): c for c in cells if c.table == table and c.scale == scale}
-    extra_columns = sorted({col for (_, col) in ours if col not in columns})
+    recorded = None if record is None else {(c.row, c.column): c for c in record if c.table == table and c.scale == scale}
+    extra_columns = sorted({col for (_, col) in list(ours) + list(recorded or {}) if col not in columns})
     languages += extra_columns
     columns = languages + (["avg"] if "avg" in columns else [])
-    rows = list(paper_rows) + sorted({row for (row, _) in ours} - set(paper_rows))
+    rows = list(paper_rows) + sorted({row for (row, _) in list(ours) + list(recorded or {})} - set(paper_rows))
     table_rows = []
     for row in rows:
         entries = []
@@ -128,12 +149,17 @@ def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict):
             published = paper_cells.get(row, {}).get(column)
             if column == "avg":
                 mean = _mean_of(ours[(row, c)].mean if (row, c) in ours else None for c in languages if c not in extra_columns)
-                text = format_mean_sd(mean, None, 1)
-            else:
-                cell = ours.get((row, column))
-                mean = cell.mean if cell else None
-                text = format_mean_sd(mean, cell.result["test"]["sd"], cell.result["n"]) if cell and cell.result else "—"
-            entries.append((text, mean, published))
+                record_mean = None if recorded is None else _mean_of(
+                    recorded[(row, c)].mean if (row, c) in recorded else None for c in languages if c not in extra_columns)
+                entries.append(Entry(format_mean_sd(mean, None, 1), mean, published,
+                                     None if recorded is None else format_mean_sd(record_mean, None, 1)))
+                continue
+            cell, baseline = ours.get((row, column)), ours.get(("M", column))
+            delta = None
+            if row != "M" and cell and cell.result and baseline and baseline.result:
+                delta = paired_difference(cell.result, baseline.result)
+            entries.append(Entry(_cell_text(cell), cell.mean if cell else None, published,
+                                 None if recorded is None else _cell_text(recorded.get((row, column)), mark_recorded=False), delta))
         table_rows.append((row, entries))
     return columns, table_rows
 
@@ -159,57 +185,108 @@ def _paper_text(value: Optional[float]) -> str:
 
 
 def to_markdown(title: str, columns, table_rows) -> str:
-    header = "| model | " + " | ".join(f"{LANGUAGE_TITLES.get(c, c)} ours | paper" for c in columns) + " |"
-    rule = "|---|" + "---|---|" * len(columns)
+    with_record = any(entry.record is not None for _, entries in table_rows for entry in entries)
+    per_column = ["ours", "docs", "paper"] if with_record else ["ours", "paper"]
+    header = "| model | " + " | ".join(f"{short_title(c)} {per_column[0]} | " + " | ".join(per_column[1:]) for c in columns) + " |"
+    rule = "|---|" + "---|" * len(per_column) * len(columns)
     lines = [f"### {title}", "", header, rule]
     for row, entries in table_rows:
-        lines.append(f"| {_row_title(row)} | " + " | ".join(f"{text} | {_paper_text(paper)}" for text, _, paper in entries) + " |")
+        texts = [(e.text, e.record, _paper_text(e.paper)) if with_record else (e.text, _paper_text(e.paper)) for e in entries]
+        lines.append(f"| {_row_title(row)} | " + " | ".join(" | ".join(t) for t in texts) + " |")
+    notes = []
+    if with_record:
+        notes.append("ours: this workspace's cache; docs: the committed record (docs/tables); paper: the published value.")
+    if any("†" in e.text for _, entries in table_rows for e in entries):
+        notes.append("† not in the cache that wrote this table: the committed record's value, kept.")
+    text = "\n".join(lines) + "\n" + ("\n" + " ".join(notes) + "\n" if notes else "")
+    return text + delta_markdown(columns, table_rows)
+
+
+def delta_markdown(columns, table_rows) -> str:
+    """Each condition − µB-M, mean ± 95 % t-interval over seeds, paired by seed ("" if none)."""
+    languages = [c for c in columns if c != "avg"]
+    shown = [(row, entries[: len(languages)]) for row, entries in table_rows if any(e.delta for e in entries)]
+    if not shown:
+        return ""
+    lines = ["", "Difference from µB-M, mean ± 95 % t-interval over seeds, paired by seed:", "",
+             "| model | " + " | ".join(short_title(c) for c in languages) + " |", "|---|" + "---|" * len(languages)]
+    for row, entries in shown:
+        lines.append(f"| {_row_title(row)} | " + " | ".join(e.delta.text() if e.delta else "—" for e in entries) + " |")
     return "\n".join(lines) + "\n"
 
 
 def to_latex(title: str, columns, table_rows) -> str:
     def escape(text: str) -> str:
-        return text.replace("±", r"$\pm$").replace("—", "--").replace("µ", r"$\mu$").replace("_", r"\_")
+        return text.replace("±", r"$\pm$").replace("—", "--").replace("µ", r"$\mu$").replace("_", r"\_").replace("†", r"$^\dagger$")
 
     spec = "l" + "rr" * len(columns)
     lines = [r"\begin{table}", r"\centering", rf"\begin{{tabular}}{{{spec}}}", r"\hline",
-             "Model & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{escape(LANGUAGE_TITLES.get(c, c))}}}" for c in columns) + r" \\",
+             "Model & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{{escape(short_title(c))}}}" for c in columns) + r" \\",
              " & " + " & ".join(["ours & paper"] * len(columns)) + r" \\", r"\hline"]
     for row, entries in table_rows:
-        lines.append(escape(_row_title(row)) + " & " + " & ".join(f"{escape(text)} & {escape(_paper_text(paper))}" for text, _, paper in entries) + r" \\")
+        lines.append(escape(_row_title(row)) + " & " + " & ".join(f"{escape(e.text)} & {escape(_paper_text(e.paper))}" for e in entries) + r" \\")
     lines += [r"\hline", r"\end{tabular}", rf"\caption{{{escape(title)}}}", r"\end{table}"]
     return "\n".join(lines) + "\n"
+
+
+CSV_FIELDS = ["table", "scale", "row", "column", "ours_mean", "ours_sd", "seeds", "paper", "test_values", "source",
+              "delta_vs_m", "delta_ci95", "delta_seeds", "delta_note"]
 
 
 def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -> str:
     by_key = {(c.row, c.column): c for c in cells if c.table == table and c.scale == scale}
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["table", "scale", "row", "column", "ours_mean", "ours_sd", "seeds", "paper"])
+    writer.writerow(CSV_FIELDS)
+    number = lambda value: "" if value is None else f"{value:.4f}"  # noqa: E731
     for row, entries in table_rows:
-        for column, (_, mean, paper) in zip(columns, entries):
+        for column, entry in zip(columns, entries):
             cell = by_key.get((row, column))
-            sd = cell.result["test"]["sd"] if cell and cell.result else None
-            seeds = " ".join(map(str, cell.result["seeds"])) if cell and cell.result else ""
-            writer.writerow([table, scale, row, column, "" if mean is None else f"{mean:.4f}",
-                             "" if sd is None else f"{sd:.4f}", seeds, "" if paper is None else paper])
+            result = cell.result if cell else None
+            delta = entry.delta
+            writer.writerow([table, scale, row, column, number(entry.mean), number(result["test"]["sd"] if result else None),
+                             " ".join(map(str, result["seeds"])) if result else "", "" if entry.paper is None else entry.paper,
+                             " ".join(f"{v:.4f}" for v in result["test"].get("values") or []) if result else "",
+                             ("record" if cell.recorded else "cache") if result else "",
+                             number(delta.mean if delta else None), number(delta.half_width if delta else None),
+                             delta.n if delta and delta.mean is not None else "", delta.note if delta else ""])
     return out.getvalue()
 
 
+def record_cells(record_dir: Path) -> List[Cell]:
+    """The committed cells (``docs/tables/<scale>/<table>.csv``) as Cells; per-seed values where the
+    CSV has them (older records hold mean, sd and seeds only)."""
+    cells = []
+    for path in sorted(Path(record_dir).glob("*/*.csv")):
+        for line in csv.DictReader(path.open(encoding="utf-8")):
+            if line["column"] == "avg" or not line["ours_mean"]:
+                continue
+            seeds = [int(s) for s in line["seeds"].split()]
+            values = [float(v) for v in (line.get("test_values") or "").split()] or None
+            if values is None and len(seeds) == 1:
+                values = [float(line["ours_mean"])]  # one seed: its value is the mean
+            sd = float(line["ours_sd"]) if line["ours_sd"] else None
+            result = {"seeds": seeds, "n": len(seeds), "test": {"mean": float(line["ours_mean"]), "sd": sd, "values": values}}
+            cells.append(Cell(line["table"], line["scale"], line["row"], line["column"], result, recorded=True))
+    return cells
+
+
+def merge_record(cells: Sequence[Cell], record: Sequence[Cell]) -> List[Cell]:
+    """This cache's cells, and the record's where the cache has no result for that cell."""
+    merged = {(c.table, c.scale, c.row, c.column): c for c in cells}
+    for cell in record:
+        key = (cell.table, cell.scale, cell.row, cell.column)
+        if key not in merged or merged[key].result is None:
+            merged[key] = cell
+    return list(merged.values())
+
+
 def delta_plot(path: Path, title: str, columns, table_rows) -> bool:
-    """Bar chart of (condition − µB-M) per language for our computed values; False if nothing to plot."""
+    """Bars of (condition − µB-M) per language with their 95 % paired intervals; a hatched bar has
+    no interval (one seed). False if nothing to plot."""
     languages = [c for c in columns if c != "avg"]
-    ours = {row: [mean for _, mean, _ in entries] for row, entries in table_rows}
-    if "M" not in ours:
-        return False
-    baseline = ours["M"]
-    series = {}
-    for row, means in ours.items():
-        if row == "M":
-            continue
-        deltas = [None if (m is None or b is None) else m - b for m, b in zip(means, baseline)][: len(languages)]
-        if any(d is not None for d in deltas):
-            series[row] = deltas
+    series = {row: entries[: len(languages)] for row, entries in table_rows
+              if row != "M" and any(e.delta and e.delta.mean is not None for e in entries[: len(languages)])}
     if not series:
         return False
     import matplotlib
@@ -219,14 +296,18 @@ def delta_plot(path: Path, title: str, columns, table_rows) -> bool:
 
     figure, axis = plt.subplots(figsize=(1.2 + 1.1 * len(languages) * max(1, len(series)) ** 0.5, 3.2))
     width = 0.8 / len(series)
-    for index, (row, deltas) in enumerate(series.items()):
-        xs = [i + index * width for i, d in enumerate(deltas) if d is not None]
-        axis.bar(xs, [d for d in deltas if d is not None], width=width, label=_row_title(row))
+    for index, (row, entries) in enumerate(series.items()):
+        shown = [(i, e.delta) for i, e in enumerate(entries) if e.delta and e.delta.mean is not None]
+        bars = axis.bar([i + index * width for i, _ in shown], [d.mean for _, d in shown], width=width, label=_row_title(row),
+                        yerr=[float("nan") if d.half_width is None else d.half_width for _, d in shown], capsize=2, error_kw={"linewidth": 0.8})
+        for bar, (_, d) in zip(bars, shown):
+            if d.half_width is None:
+                bar.set_hatch("//")
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(languages))])
-    axis.set_xticklabels([LANGUAGE_TITLES.get(c, c) for c in languages])
-    axis.set_ylabel("Δ vs µB-M")
-    axis.set_title(title, fontsize=9)
+    axis.set_xticklabels([short_title(c) for c in languages])
+    axis.set_ylabel("Δ vs µB-M (95 % CI, paired)")
+    axis.set_title(title + "\nhatched: one seed, no interval", fontsize=8)
     axis.legend(fontsize=7, ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -234,8 +315,10 @@ def delta_plot(path: Path, title: str, columns, table_rows) -> bool:
     return True
 
 
-def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence[str]] = None) -> Dict[str, List[Path]]:
-    """Write every table for every scale that has cells; returns {scale: written files}."""
+def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence[str]] = None,
+                 record: Optional[Sequence[Cell]] = None) -> Dict[str, List[Path]]:
+    """Write every table for every scale that has cells; returns {scale: written files}.
+    ``record``: committed cells to show beside ours (not when writing the record itself)."""
     paper = json.loads(PAPER_TABLES.read_text())
     written: Dict[str, List[Path]] = {}
     for scale in sorted({c.scale for c in cells} if scales is None else scales):
@@ -243,7 +326,7 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
         directory.mkdir(parents=True, exist_ok=True)
         files = written.setdefault(scale, [])
         for table, title in TABLE_TITLES.items():
-            columns, table_rows = build_table(table, scale, cells, paper)
+            columns, table_rows = build_table(table, scale, cells, paper, record)
             stem = table.replace(":", "_")
             full_title = f"{title} — {scale} scale"
             for suffix, text in (("md", to_markdown(full_title, columns, table_rows)),
@@ -261,7 +344,7 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
 
 
 def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = None) -> str:
-    """The computed tables (only those with at least one cached cell) as one Markdown string."""
+    """The computed tables (only those with at least one cell with a result) as one Markdown string."""
     paper = json.loads(PAPER_TABLES.read_text())
     parts = []
     for scale in sorted({c.scale for c in cells} if scales is None else scales):
@@ -269,19 +352,25 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
             if not any(c.table == table and c.scale == scale and c.result for c in cells):
                 continue
             columns, table_rows = build_table(table, scale, cells, paper)
-            shown = [(row, entries) for row, entries in table_rows if any(mean is not None for _, mean, _ in entries) or row in ("M", "MXPT-SLA")]
+            shown = [(row, entries) for row, entries in table_rows if any(e.mean is not None for e in entries) or row in ("M", "MXPT-SLA")]
             parts.append(to_markdown(f"{title} — {scale} scale", columns, shown))
     return "\n".join(parts)
+
+
+DOCS_TABLES = REPO / "docs" / "tables"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("experiments", nargs="*", type=Path, help="experiment files (default: experiments/**/*.jsonnet)")
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "tables")
+    parser.add_argument("--out", type=Path, help="output folder (default: <workspace>/tables; docs/tables with --update-docs)")
+    parser.add_argument("--update-docs", action="store_true",
+                        help="write the committed record, docs/tables (cells this cache lacks keep their recorded values)")
     parser.add_argument("--scale", action="append", help="only these scales (repeatable)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    out = args.out or (DOCS_TABLES if args.update_docs else args.workspace / "tables")
     files = args.experiments or sorted((REPO / "experiments").rglob("*.jsonnet"))
     cells, problems = collect_cells(files, args.workspace)
     # One line per distinct error: a missing treebank otherwise prints once per condition and scale.
@@ -291,15 +380,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for error, names in files_by_error.items():
         shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
         print(f"skipped {len(names)} experiment file(s) ({shown}): {error}", file=sys.stderr)
+    record = record_cells(DOCS_TABLES)
     if args.scale:
         cells = [c for c in cells if c.scale in args.scale]
+        record = [c for c in record if c.scale in args.scale]
     cached = [c for c in cells if c.result]
-    written = write_tables(cells, args.out, args.scale)
+    if args.update_docs:
+        written = write_tables(merge_record(cells, record), out, args.scale)
+    else:
+        written = write_tables(cells, out, args.scale or sorted({c.scale for c in cells + record}), record)
     print(f"{len(files)} experiment files, {len(cells)} table cells, {len(cached)} cached")
     for cell in sorted(cached, key=lambda c: (c.scale, c.table, c.row, c.column)):
         print(f"  {cell.scale:6} {cell.table:30} {_row_title(cell.row):14} {cell.column:14} {format_mean_sd(cell.mean, cell.result['test']['sd'], cell.result['n'])}")
     for scale, paths in written.items():
-        print(f"{scale}: wrote {len(paths)} files under {args.out / scale}")
+        print(f"{scale}: wrote {len(paths)} files under {out / scale}")
     return 0
 
 

@@ -59,15 +59,17 @@ def test_tables_from_partly_filled_cache(tmp_path):
     workspace = LocalWorkspace(tmp_path / "ws")
     computed = _experiment(tmp_path / "wolof_m.json", "M", "wolof", [(1, 70.0), (2, 72.0)])
     pending = _experiment(tmp_path / "wolof_mx.json", "MX", "wolof", [(1, 75.0)])
-    random_init = _experiment(tmp_path / "wolof_rand.json", "random-init", "wolof", [(1, 60.0)])
+    random_init = _experiment(tmp_path / "wolof_rand.json", "random-init", "wolof", [(1, 60.0), (2, 63.0)])
+    other_seed = _experiment(tmp_path / "wolof_mp.json", "MP", "wolof", [(3, 74.0)])
     aggregate = _run(computed, workspace)
     assert aggregate["n"] == 2 and aggregate["seeds"] == [1, 2]
     assert aggregate["test"]["mean"] == pytest.approx(71.0)
     assert aggregate["test"]["sd"] == pytest.approx(2 ** 0.5)
     assert aggregate["dev"]["mean"] == pytest.approx(72.0)
     _run(random_init, workspace)
+    _run(other_seed, workspace)
 
-    cells, problems = tables.collect_cells([computed, pending, random_init], workspace.dir)
+    cells, problems = tables.collect_cells([computed, pending, random_init, other_seed], workspace.dir)
     assert not problems
     by_row = {c.row: c for c in cells}
     assert by_row["M"].result is not None and by_row["MX"].result is None  # MX was never run
@@ -80,12 +82,19 @@ def test_tables_from_partly_filled_cache(tmp_path):
     assert "| 71.00 ± 1.41 | 77.71 |" in m_line and "| — | 88.47 |" in m_line
     mx_line = next(line for line in markdown.splitlines() if line.startswith("| µB-MX |"))
     assert "| — | 77.74 |" in mx_line
-    assert any(line.startswith("| random-init | 60.00 | — |") for line in markdown.splitlines())
+    assert any(line.startswith("| random-init | 61.50 ± 2.12 | — |") for line in markdown.splitlines())
+    # Paired by seed: differences −10, −9 → −9.5 ± t(0.975, 1) · 0.7071 / √2 = 6.35; MP's seed 3
+    # has no partner in M's seeds 1, 2.
+    delta_lines = markdown.split("paired by seed:")[1].splitlines()
+    assert any(line.startswith("| random-init | -9.50 ± 6.35 |") for line in delta_lines)
+    assert any(line.startswith("| µB-MP | unpaired seeds (3 vs 1 2) |") for line in delta_lines)
 
     rows = list(csv.DictReader((out / "cpu" / "table2.csv").open()))
     m_wolof = next(r for r in rows if r["row"] == "M" and r["column"] == "wolof")
     assert float(m_wolof["ours_mean"]) == pytest.approx(aggregate["test"]["mean"])
-    assert m_wolof["seeds"] == "1 2" and m_wolof["paper"] == "77.71"
+    assert m_wolof["seeds"] == "1 2" and m_wolof["paper"] == "77.71" and m_wolof["test_values"] == "70.0000 72.0000"
+    random_wolof = next(r for r in rows if r["row"] == "random-init" and r["column"] == "wolof")
+    assert (random_wolof["delta_vs_m"], random_wolof["delta_ci95"], random_wolof["delta_seeds"]) == ("-9.5000", "6.3531", "2")
     assert "\\begin{tabular}" in (out / "cpu" / "table2.tex").read_text()
     assert (out / "cpu" / "table2_delta.png") in written["cpu"]  # random-init − M is plottable
     assert (out / "cpu" / "table3.md").exists()  # empty tables are still written, all "—"

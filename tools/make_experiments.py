@@ -14,26 +14,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-CONDITIONS = ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"]
-LANGUAGES = {
-    "wolof": "Wolof",
-    "coptic": "Coptic",
-    "maltese": "Maltese",
-    "uyghur": "Uyghur",
-    "ancient_greek": "Ancient Greek",
-}
-# Data the shared copy lacks (see shared/data/README.md); the files are generated all the same.
-MISSING_DATA = {
-    "coptic": [
-        "DATA: the unlabeled Coptic corpus here is microbert2's dev.txt only (21,389 tokens); the",
-        "paper's train.txt (~970k tokens) is unavailable, so the corpus split is of that file alone.",
-    ],
-    "ancient_greek": [
-        "DATA: UD_Ancient_Greek-PROIEL train is missing (dev and test only), so train_corpus_parser",
-        "and build_pretraining_data stop with a DataError on grc_proiel-ud-train.conllu until it is",
-        "added under ancient_greek/ud/. The corpus holds 714 of the 820 Diorisis works.",
-    ],
-}
+sys.path.insert(0, str(REPO))
+from reporting.languages import builder_conditions, paper_languages  # noqa: E402
+
+CONDITIONS = builder_conditions()  # the paper's Table 2 conditions, as configs/lib.libsonnet lists them
+# The paper's five languages; each one's `data_notes` (what the shared data copy lacks) head its files.
+LANGUAGES = {name: facts["title"] for name, facts in paper_languages().items()}
+MISSING_DATA = {name: facts.get("data_notes", []) for name, facts in paper_languages().items()}
 SCALES = {"cpu": Path("experiments"), "smoke": Path("experiments/smoke"), "paper": Path("experiments/paper")}
 
 

@@ -1,0 +1,179 @@
+"""Experiment files → the unique IDs of their steps, built once and remembered under the workspace.
+
+Building a file's step graph means hashing its inputs, and a corpus `DataPath` hashes thousands of
+files: the 189 experiment files name the same few corpora over and over, so building them one by one
+spent ~3-4 min of a read-only report rehashing them. Here each distinct DataPath is hashed once per
+process, and the resulting IDs are kept in ``<workspace>/reporting/graphs.json`` keyed by everything
+that decides them (the file's text, every .libsonnet it may import, the step code, Tango's version,
+the data root's file sizes and times), so a second run rebuilds nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+EXPERIMENT_FOLDERS = ("experiments", "benchmarks")
+INDEX_VERSION = 1
+
+
+@dataclass
+class FileGraph:
+    """One experiment file: {step name: (class name, unique id)}, its aggregate cells, or why it failed."""
+
+    path: str
+    steps: Dict[str, List[str]] = field(default_factory=dict)
+    cells: List[Dict[str, str]] = field(default_factory=list)  # step, unique_id, table, scale, row, column
+    error: Optional[str] = None
+
+
+def experiment_files(folders: Sequence[str] = EXPERIMENT_FOLDERS) -> List[Path]:
+    return [path for folder in folders for path in sorted((REPO / folder).rglob("*.jsonnet"))]
+
+
+def display_path(path: Path) -> str:
+    path = Path(path).resolve()
+    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
+
+
+def scale_label(path: str) -> str:
+    """Where an experiment file sits says its scale: experiments/smoke and experiments/paper are
+    those scales, experiments/*.jsonnet is cpu, benchmarks/<folder>/ is labelled as such."""
+    parts = Path(path).parts
+    if len(parts) >= 2 and parts[0] == "experiments":
+        return parts[1] if len(parts) > 2 else "cpu"
+    if len(parts) >= 2 and parts[0] == "benchmarks":
+        return "benchmarks/" + parts[1] if len(parts) > 2 else "benchmarks"
+    return path
+
+
+def _sha(*chunks: bytes) -> str:
+    sha = hashlib.sha256()
+    for chunk in chunks:
+        sha.update(chunk)
+        sha.update(b"\0")
+    return sha.hexdigest()
+
+
+def inputs_fingerprint() -> str:
+    """Everything besides a file's own text that decides its step IDs."""
+    from tango.version import VERSION as tango_version
+
+    from steps.common.data_root import data_root
+
+    parts = [f"index {INDEX_VERSION}, tango {tango_version}".encode()]
+    for pattern in ("steps/**/*.py", "models/**/*.py", "configs/**/*.libsonnet", "experiments/**/*.libsonnet",
+                    "benchmarks/**/*.libsonnet"):
+        for path in sorted(REPO.glob(pattern)):
+            parts += [path.relative_to(REPO).as_posix().encode(), path.read_bytes()]
+    root = data_root().resolve()
+    parts.append(str(root).encode())
+    for directory, folders, names in sorted(os.walk(root)):
+        folders.sort()
+        for name in sorted(names):
+            stat = os.stat(os.path.join(directory, name))
+            parts.append(f"{os.path.relpath(os.path.join(directory, name), root)} {stat.st_size} {stat.st_mtime_ns}".encode())
+    return _sha(*parts)
+
+
+@contextlib.contextmanager
+def data_paths_hashed_once() -> Iterator[None]:
+    """Within the block, a DataPath's content digest is computed once per (data root, path): the
+    data does not change while a read-only report builds its graphs."""
+    from steps.common.data_root import DataPath, data_root
+
+    original = DataPath.content_digest
+    digests: Dict[tuple, str] = {}
+
+    def content_digest(self: DataPath) -> str:
+        key = (str(data_root()), self.path)
+        if key not in digests:
+            digests[key] = original(self)
+        return digests[key]
+
+    DataPath.content_digest = content_digest  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        DataPath.content_digest = original  # type: ignore[method-assign]
+
+
+def build_graph(path: Path) -> FileGraph:
+    import steps  # noqa: F401  (registers the step classes)
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    from steps.evaluate.scoring import AggregateCell
+
+    graph_record = FileGraph(display_path(path))
+    try:
+        graph = StepGraph.from_params(Params.from_file(path, ext_vars=dict(os.environ)).pop("steps"))
+    except Exception as error:  # a broken or data-less experiment must not hide the others
+        graph_record.error = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        return graph_record
+    for name, step in sorted(graph.items()):
+        graph_record.steps[name] = [step.class_name, step.unique_id]
+        if isinstance(step, AggregateCell):
+            first_score = step.kwargs["scores"][0]
+            graph_record.cells.append(dict(step=name, unique_id=step.unique_id,
+                                           **{k: first_score.kwargs[k] for k in ("table", "scale", "row", "column")}))
+    return graph_record
+
+
+def load_graphs(files: Sequence[Path], workspace_dir: Optional[Path]) -> List[FileGraph]:
+    """The graph of every file, from ``<workspace>/reporting/graphs.json`` where its inputs are
+    unchanged, else built (and remembered)."""
+    index_path = Path(workspace_dir) / "reporting" / "graphs.json" if workspace_dir else None
+    fingerprint = inputs_fingerprint()
+    remembered: Dict[str, dict] = {}
+    if index_path and index_path.exists():
+        try:
+            stored = json.loads(index_path.read_text())
+            if stored.get("fingerprint") == fingerprint:
+                remembered = stored["files"]
+        except (ValueError, KeyError):
+            remembered = {}  # a damaged index is rebuilt, never trusted
+    graphs, changed = [], False
+    with data_paths_hashed_once():
+        for path in files:
+            key, text_sha = display_path(path), _sha(Path(path).read_bytes())
+            entry = remembered.get(key)
+            if entry is None or entry["text_sha"] != text_sha:
+                graph = build_graph(Path(path))
+                remembered[key] = dict(text_sha=text_sha, graph=graph.__dict__)
+                changed = True
+            graphs.append(FileGraph(**remembered[key]["graph"]))
+    if index_path and changed:
+        index_path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = index_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"fingerprint": fingerprint, "files": remembered}, sort_keys=True))
+        temporary.replace(index_path)
+    return graphs
+
+
+def scales_of_steps(graphs: Sequence[FileGraph]) -> Dict[str, List[str]]:
+    """{unique id: the scales (or benchmark folders) of the experiment files whose graph holds it}."""
+    scales: Dict[str, set] = {}
+    for graph in graphs:
+        for _, unique_id in graph.steps.values():
+            scales.setdefault(unique_id, set()).add(scale_label(graph.path))
+    return {unique_id: sorted(labels) for unique_id, labels in scales.items()}
+
+
+def cached_result(workspace_dir: Path, unique_id: str):
+    """A step's cached result by its unique id (None if not cached), read as Tango's LocalStepCache
+    writes it: ``<workspace>/cache/<id>/cache-metadata.json`` names the format."""
+    from tango.common import Params
+    from tango.step_cache import CacheMetadata
+    from tango.step_caches.local_step_cache import LocalStepCache
+
+    directory = Path(workspace_dir) / "cache" / unique_id
+    metadata = directory / LocalStepCache.METADATA_FILE_NAME
+    if not metadata.exists():
+        return None
+    return CacheMetadata.from_params(Params.from_file(metadata)).format.read(directory)

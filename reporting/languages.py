@@ -1,0 +1,43 @@
+"""The per-language facts of ``configs/languages.libsonnet``, read from Python.
+
+The builder and these readers share that one table, so a language's treebank, WikiAnn code, titles
+and paper Table 1 count are written once.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+LANGUAGES_LIBSONNET = CONFIGS / "languages.libsonnet"
+
+
+@lru_cache(maxsize=None)
+def languages() -> Dict[str, dict]:
+    """{language: its facts}; rjsonnet is the Jsonnet evaluator Tango itself uses."""
+    from rjsonnet import evaluate_file
+
+    return json.loads(evaluate_file(str(LANGUAGES_LIBSONNET)))
+
+
+def paper_languages() -> Dict[str, dict]:
+    """The paper's five languages: those with a Table 1 count (by name; column order is the paper
+    tables' business, configs/paper_tables.json)."""
+    return {name: facts for name, facts in languages().items() if "paper_train_tokens" in facts}
+
+
+def short_title(column: str) -> str:
+    """A table header for a language column (or "avg", or a PrOnto column such as "spanish")."""
+    if column == "avg":
+        return "Avg."
+    facts = languages().get(column)
+    return facts["short_title"] if facts else column.replace("_", " ").title()
+
+
+def builder_conditions() -> List[str]:
+    """The Table 2 conditions the builder accepts (configs/lib.libsonnet `conditions`)."""
+    from rjsonnet import evaluate_snippet
+
+    return json.loads(evaluate_snippet("conditions", f'(import "{(CONFIGS / "lib.libsonnet").as_posix()}").conditions'))

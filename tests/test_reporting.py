@@ -1,0 +1,132 @@
+"""The reporting commands: the committed record survives a user's run, the scale of a step comes
+from the experiment graphs, and the paired 95 % interval is what a hand computation gives."""
+from __future__ import annotations
+
+import hashlib
+import math
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+from tango.workspaces import LocalWorkspace
+
+from reporting import report, tables
+from reporting.graphs import FileGraph, load_graphs, scale_label, scales_of_steps
+from reporting.significance import T_975, interval, paired_difference, t_quantile_975
+from test_tables import _experiment, _run
+
+REPO = tables.REPO
+
+
+def _hashes(folder: Path):
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def one_cached_cell(tmp_path, monkeypatch):
+    """A fresh workspace holding one cached cell (Wolof µB-MP, seeds 1 and 2); the report reads
+    only that file's graph, not the 194 real ones."""
+    workspace = LocalWorkspace(tmp_path / "ws")
+    experiment = _experiment(tmp_path / "wolof_mp.json", "MP", "wolof", [(1, 74.0), (2, 75.0)])
+    _run(experiment, workspace)
+    monkeypatch.setattr(report, "experiment_files", lambda folders=None: [experiment])
+    monkeypatch.chdir(REPO)  # the report reads docs/benchmarks/*.json relative to the repository
+    return workspace.dir, experiment
+
+
+def test_user_run_leaves_docs_untouched(one_cached_cell):
+    workspace_dir, experiment = one_cached_cell
+    before = _hashes(REPO / "docs")
+    assert tables.main([str(experiment), "--workspace", str(workspace_dir)]) == 0
+    assert report.main(["--workspace", str(workspace_dir)]) == 0
+    assert _hashes(REPO / "docs") == before
+
+    markdown = (workspace_dir / "tables" / "cpu" / "table2.md").read_text()
+    assert "| Wolof ours | docs | paper |" in markdown
+    recorded_m = next(c for c in tables.record_cells(tables.DOCS_TABLES) if (c.table, c.scale, c.row, c.column) == ("table2", "cpu", "M", "wolof"))
+    m_line = next(line for line in markdown.splitlines() if line.startswith("| µB-M |"))
+    assert m_line.startswith(f"| µB-M | — | {tables._cell_text(recorded_m, mark_recorded=False)} | 77.71 |")  # ours beside the record's
+    assert next(line for line in markdown.splitlines() if line.startswith("| µB-MP |")).startswith("| µB-MP | 74.50 ± 0.71 |")
+    assert "74.50 ± 0.71" in (workspace_dir / "RESULTS.md").read_text()
+
+
+def test_update_docs_writes_the_record_and_keeps_what_the_cache_lacks(one_cached_cell, tmp_path, monkeypatch):
+    workspace_dir, experiment = one_cached_cell
+    docs_tables, docs_results = tmp_path / "docs" / "tables", tmp_path / "docs" / "RESULTS.md"
+    shutil.copytree(tables.DOCS_TABLES, docs_tables)
+    monkeypatch.setattr(tables, "DOCS_TABLES", docs_tables)
+    monkeypatch.setattr(report, "DOCS_RESULTS", docs_results)
+    recorded_m = next(c for c in tables.record_cells(docs_tables) if (c.table, c.scale, c.row, c.column) == ("table2", "cpu", "M", "wolof"))
+
+    assert tables.main([str(experiment), "--workspace", str(workspace_dir), "--update-docs"]) == 0
+    assert report.main(["--workspace", str(workspace_dir), "--update-docs"]) == 0
+    markdown = (docs_tables / "cpu" / "table2.md").read_text()
+    assert "| Wolof ours | paper |" in markdown  # no record column in the record itself
+    assert next(line for line in markdown.splitlines() if line.startswith("| µB-MP |")).startswith("| µB-MP | 74.50 ± 0.71 |")
+    m_line = next(line for line in markdown.splitlines() if line.startswith("| µB-M |"))
+    assert m_line.startswith(f"| µB-M | {tables._cell_text(recorded_m, mark_recorded=False)} † | 77.71 |")
+    assert (docs_tables / "cpu" / "table2_delta.png").exists()  # the committed plot is not deleted
+    results = docs_results.read_text()
+    assert "74.50 ± 0.71" in results and f"{recorded_m.mean:.2f} †" in results
+
+
+def test_scale_labels_follow_the_folders():
+    assert scale_label("experiments/wolof_m.jsonnet") == "cpu"
+    assert scale_label("experiments/smoke/wolof_m.jsonnet") == "smoke"
+    assert scale_label("experiments/paper/wolof_m.jsonnet") == "paper"
+    assert scale_label("benchmarks/seeds/wolof_m_5seeds.jsonnet") == "benchmarks/seeds"
+    graphs = [FileGraph("experiments/a.jsonnet", {"corpus": ["LoadCorpus", "id1"]}),
+              FileGraph("benchmarks/gpu/b.jsonnet", {"corpus": ["LoadCorpus", "id1"], "x": ["X", "id2"]})]
+    assert scales_of_steps(graphs) == {"id1": ["benchmarks/gpu", "cpu"], "id2": ["benchmarks/gpu"]}
+    assert report.scale_of("id1", scales_of_steps(graphs)) == "benchmarks/gpu, cpu"
+    assert report.scale_of("gone", scales_of_steps(graphs)) == "no current experiment"
+
+
+def test_scale_of_a_real_corpus_step(tmp_path):
+    """The cpu Wolof corpus step is shared by experiments/ and benchmarks/seeds; smoke's is its own.
+    A second load reads the remembered graphs and gives the same IDs."""
+    files = [REPO / "experiments/wolof_data.jsonnet", REPO / "experiments/smoke/wolof_data.jsonnet",
+             REPO / "benchmarks/seeds/wolof_m_5seeds.jsonnet"]
+    graphs = load_graphs(files, tmp_path)
+    scales = scales_of_steps(graphs)
+    cpu_corpus, smoke_corpus = graphs[0].steps["corpus"][1], graphs[1].steps["corpus"][1]
+    assert scales[cpu_corpus] == ["benchmarks/seeds", "cpu"] and scales[smoke_corpus] == ["smoke"]
+    assert (tmp_path / "reporting" / "graphs.json").exists()
+    assert [g.steps for g in load_graphs(files, tmp_path)] == [g.steps for g in graphs]
+
+
+def _t_coverage(q: float, df: int, pieces: int = 20000) -> float:
+    """P(|T| ≤ q) for Student's t with df degrees of freedom, by Simpson's rule on its density."""
+    c = math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))
+    density = lambda x: c * (1 + x * x / df) ** (-(df + 1) / 2)  # noqa: E731
+    h = q / pieces
+    total = density(0) + density(q) + sum((4 if i % 2 else 2) * density(i * h) for i in range(1, pieces))
+    return 2 * total * h / 3
+
+
+def test_t_quantiles():
+    textbook = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 9: 2.262, 10: 2.228, 20: 2.086, 30: 2.042}
+    for df, value in textbook.items():
+        assert t_quantile_975(df) == pytest.approx(value, abs=5e-4)
+    for df in T_975:
+        assert _t_coverage(T_975[df], df) == pytest.approx(0.95, abs=2e-6 if df > 1 else 1e-4), df
+    assert _t_coverage(t_quantile_975(60), 60) == pytest.approx(0.95, abs=2e-4)  # beyond the table
+
+
+def test_paired_interval_by_hand():
+    m = {"seeds": [1, 2, 3, 4, 5], "test": {"values": [70.1, 71.0, 69.5, 70.7, 70.2]}}
+    mx = {"seeds": [3, 1, 2, 5, 4], "test": {"values": [70.4, 71.5, 71.4, 71.2, 71.9]}}  # other order
+    differences = [71.5 - 70.1, 71.4 - 71.0, 70.4 - 69.5, 71.9 - 70.7, 71.2 - 70.2]
+    mean = sum(differences) / 5
+    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / 4)
+    found = paired_difference(mx, m)
+    assert found.n == 5 and found.mean == pytest.approx(mean)
+    assert found.half_width == pytest.approx(2.776445 * sd / math.sqrt(5))
+    assert found.text() == f"{mean:+.2f} ± {2.776445 * sd / math.sqrt(5):.2f}"
+    # unpaired seeds are said, not paired by position
+    assert paired_difference({"seeds": [6], "test": {"values": [1.0]}}, m).text().startswith("unpaired seeds")
+    assert interval([2.0]).text() == "+2.00 (1 seed, no interval)"
+    assert paired_difference({"seeds": [1], "test": {"values": None}}, m).mean is None
+    assert statistics.fmean(differences) == pytest.approx(mean)
