@@ -12,7 +12,7 @@ Its exit status says what happened: 0 done, 3 time ran out (call the same phase 
     python benchmarks/gpu/campaign.py finetune   # 30 fine-tunes (3 encoders x 5 seeds x UD, NER) with tango -j
     python benchmarks/gpu/campaign.py pack $OUT  # the new cache entries as <= 8 parts of <= 15 MiB under $OUT
     # back here:
-    python benchmarks/gpu/campaign.py unpack /work/.device/<files_at>/   # into ./workspace/cache
+    python benchmarks/gpu/campaign.py unpack <files_at of the pack call>    # into ./workspace/cache
     tango run benchmarks/gpu/wolof_m_paper_scale.jsonnet                # finds every step cached
 
 `--budget SECONDS` (default 540) bounds each phase below the 10-minute command limit. The
