@@ -1,10 +1,10 @@
 """Wall time of one `tango run`, with which steps ran and which came from the cache.
 
     # the README main command, cold (fresh workspace):
-    python benchmarks/time_experiment.py experiments/wolof_mxpt_sla.jsonnet --workspace /tmp/ws \\
+    python benchmarks/time_experiment.py experiments/wolof_mxpt_sla.jsonnet --workspace ../ws_cold \\
         --fresh --json docs/benchmarks/main_command_cold.json
     # a second condition afterwards in the same workspace (reuses parse and vocabulary):
-    python benchmarks/time_experiment.py experiments/wolof_m.jsonnet --workspace /tmp/ws \\
+    python benchmarks/time_experiment.py experiments/wolof_m.jsonnet --workspace ../ws_cold \\
         --json docs/benchmarks/second_condition.json
 
 The record (JSON) holds the command, wall seconds, per-step "ran" / "cached" and, for steps that
@@ -52,6 +52,17 @@ def last_redraw(raw: bytes) -> str:
     return redraws[-1] if redraws else ""
 
 
+SITE_PACKAGES = re.compile(r"/\S*?/site-packages/")
+
+
+def without_machine_paths(line: str, workspace: Path, repo: Path = REPO) -> str:
+    """A log line with this machine's paths made relative: the workspace as ``<workspace>/``,
+    the repo as its relative paths, installed packages as ``site-packages/``. Committed logs
+    must not name where one machine keeps things."""
+    line = line.replace(f"{workspace.resolve()}/", "<workspace>/").replace(f"{repo.resolve()}/", "")
+    return SITE_PACKAGES.sub("site-packages/", line)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("experiment", type=Path)
@@ -72,7 +83,7 @@ def main() -> int:
         def keep(raw: bytes) -> None:
             when, line = time.perf_counter() - start, last_redraw(raw) + "\n"
             timed_lines.append((when, line))
-            log.write(f"[{when:8.1f}s] {line}")
+            log.write(f"[{when:8.1f}s] {without_machine_paths(line, args.workspace)}")
 
         pending = b""
         # Raw chunks go to the terminal as they come (progress bars stay live); the log keeps one

@@ -35,3 +35,12 @@ def test_parse_log_times_ran_steps_and_marks_cached_ones():
     ]
     steps = time_experiment.parse_log(lines)
     assert steps == {"corpus": {"status": "cached"}, "tokenizer": {"status": "ran", "seconds": 3.0}}
+
+
+def test_logged_lines_name_no_machine_paths(tmp_path):
+    time_experiment = load_time_experiment()
+    workspace, repo = tmp_path / "ws", tmp_path / "repo"
+    line = (f"WARNING /opt/py/lib/python3.11/site-packages/tango/step_info.py:30 exported to {workspace}/cache/Pretrain-002-x "
+            f"from {repo}/experiments/wolof_m.jsonnet")
+    assert time_experiment.without_machine_paths(line, workspace, repo) == (
+        "WARNING site-packages/tango/step_info.py:30 exported to <workspace>/cache/Pretrain-002-x from experiments/wolof_m.jsonnet")
