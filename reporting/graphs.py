@@ -3,19 +3,18 @@
 Building a file's step graph means hashing its inputs, and a corpus `DataPath` hashes thousands of
 files: the 189 experiment files name the same few corpora over and over, so building them one by one
 spent ~3-4 min of a read-only report rehashing them. Here each distinct DataPath is hashed once per
-process, and the resulting IDs are kept in ``<workspace>/reporting/graphs.json`` keyed by everything
+process (`steps.common.data_root.frozen_content_digests`), and the resulting IDs are kept in ``<workspace>/reporting/graphs.json`` keyed by everything
 that decides them (the file's text, every .libsonnet it may import, the step code, Tango's version,
 the data root's file sizes and times), so a second run rebuilds nothing.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENT_FOLDERS = ("experiments", "benchmarks")
@@ -81,28 +80,6 @@ def inputs_fingerprint() -> str:
     return _sha(*parts)
 
 
-@contextlib.contextmanager
-def data_paths_hashed_once() -> Iterator[None]:
-    """Within the block, a DataPath's content digest is computed once per (data root, path): the
-    data does not change while a read-only report builds its graphs."""
-    from steps.common.data_root import DataPath, data_root
-
-    original = DataPath.content_digest
-    digests: Dict[tuple, str] = {}
-
-    def content_digest(self: DataPath) -> str:
-        key = (str(data_root()), self.path)
-        if key not in digests:
-            digests[key] = original(self)
-        return digests[key]
-
-    DataPath.content_digest = content_digest  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        DataPath.content_digest = original  # type: ignore[method-assign]
-
-
 def build_graph(path: Path) -> FileGraph:
     import steps  # noqa: F401  (registers the step classes)
     from tango.common import Params
@@ -139,7 +116,9 @@ def load_graphs(files: Sequence[Path], workspace_dir: Optional[Path]) -> List[Fi
         except (ValueError, KeyError):
             remembered = {}  # a damaged index is rebuilt, never trusted
     graphs, changed = [], False
-    with data_paths_hashed_once():
+    from steps.common.data_root import frozen_content_digests
+
+    with frozen_content_digests():
         for path in files:
             key, text_sha = display_path(path), _sha(Path(path).read_bytes())
             entry = remembered.get(key)

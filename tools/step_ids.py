@@ -11,35 +11,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Dict
 
 REPO = Path(__file__).resolve().parent.parent
-EXPERIMENT_DIRS = ("experiments", "benchmarks")
-
-
-def experiment_files(repo: Path = REPO):
-    for folder in EXPERIMENT_DIRS:
-        yield from sorted((repo / folder).rglob("*.jsonnet"))
 
 
 def step_ids(repo: Path = REPO) -> Dict[str, Dict[str, str]]:
-    """{experiment file (relative): {step name: unique id}}; data files hash by content, so the
-    data root must be the one the IDs were recorded with (../shared/data)."""
+    """{experiment file (relative): {step name: unique id}}, built like the tables build them
+    (`reporting.graphs.build_graph`, each data path hashed once); data files hash by content, so
+    the data root must be the one the IDs were recorded with (../shared/data)."""
     sys.path.insert(0, str(repo))
-    from tango.common import Params
-    from tango.common.util import import_extra_module
-    from tango.step_graph import StepGraph
+    from reporting.graphs import build_graph, experiment_files
+    from steps.common.data_root import frozen_content_digests
 
-    for package in ("steps", "models"):
-        import_extra_module(package)
     ids: Dict[str, Dict[str, str]] = {}
-    for path in experiment_files(repo):
-        params = Params.from_file(path, ext_vars=dict(os.environ))
-        graph = StepGraph.from_params(params.pop("steps"))
-        ids[path.relative_to(repo).as_posix()] = {name: step.unique_id for name, step in sorted(graph.items())}
+    with frozen_content_digests():
+        for path in experiment_files():
+            graph = build_graph(path)
+            if graph.error is not None:
+                raise RuntimeError(f"{graph.path}: {graph.error}")
+            ids[graph.path] = {name: unique_id for name, (_, unique_id) in sorted(graph.steps.items())}
     return ids
 
 

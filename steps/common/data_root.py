@@ -10,6 +10,7 @@ location: editing a file changes every downstream cache key, moving the root cha
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -49,6 +50,24 @@ def _file_digest(path: Path) -> str:
                 sha.update(block)
         _DIGEST_CACHE[key] = sha.hexdigest()
     return _DIGEST_CACHE[key]
+
+
+# While `frozen_content_digests()` is active: (data root, path) -> DataPath digest. A tool that
+# builds many step graphs at once (tables, report, step-ID record) names the same corpora hundreds
+# of times; within its block the data cannot change, so each is listed and stat'ed once.
+_FROZEN_DIGESTS: Optional[Dict[Tuple[str, str], str]] = None
+
+
+@contextlib.contextmanager
+def frozen_content_digests() -> Iterator[None]:
+    """Within the block, each DataPath's content digest is computed once (nests harmlessly)."""
+    global _FROZEN_DIGESTS
+    outer = _FROZEN_DIGESTS
+    _FROZEN_DIGESTS = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _FROZEN_DIGESTS = outer
 
 
 class DataPath(FromParams, CustomDetHash):
@@ -95,6 +114,14 @@ class DataPath(FromParams, CustomDetHash):
         return found
 
     def content_digest(self) -> str:
+        if _FROZEN_DIGESTS is not None:
+            key = (str(data_root()), self.path)
+            if key not in _FROZEN_DIGESTS:
+                _FROZEN_DIGESTS[key] = self._compute_content_digest()
+            return _FROZEN_DIGESTS[key]
+        return self._compute_content_digest()
+
+    def _compute_content_digest(self) -> str:
         sha = hashlib.sha256()
         path = self.resolve()
         for file in self.files():
