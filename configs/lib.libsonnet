@@ -34,14 +34,23 @@ local pronto_tables = {
   ud: ud,
 
   // Steps shared by all conditions of (language, scale): parse corpus → build vocab → inputs.
-  data_steps(language, scale, parser_backend="stanza")::
+  //
+  // `corpus`: null for <language>/corpus, or the name of one of the language's `corpus_variants`
+  // (languages.libsonnet; e.g. Coptic's "leakfree"). `reference_reader`: keep only the first 200
+  // tokens of a longer sentence, as the reference's CoNLL-U reader does (Coptic's Table 1 count).
+  data_steps(language, scale, parser_backend="stanza", corpus=null, reference_reader=false)::
     assert std.objectHas(languages, language) : "unknown language " + language + "; known: " + std.join(", ", std.objectFields(languages));
     assert std.objectHas(scales, scale) : "unknown scale " + scale + "; known: " + std.join(", ", std.objectFields(scales));
+    local variants = std.get(languages[language], "corpus_variants", {});
+    assert corpus == null || std.objectHas(variants, corpus) : "unknown corpus " + corpus + " for " + language + "; known: " + std.join(", ", std.objectFields(variants));
     local s = scales[scale];
-    local corpus(caps) = { type: "load_corpus", language: language, corpus: data(language + "/corpus") } + caps;
+    local folder = if corpus == null then "corpus" else variants[corpus];
+    local load_corpus(caps) = { type: "load_corpus", language: language, corpus: data(language + "/" + folder) } + caps
+      + (if std.get(languages[language], "corpus_split_punctuation", true) then {} else { split_punctuation: false })
+      + (if reference_reader then { max_sentence_tokens: 200 } else {});
     local own_vectors_corpus = parser_backend == "stanza" && s.word_vectors_corpus != s.corpus;
     {
-      corpus: corpus(s.corpus),
+      corpus: load_corpus(s.corpus),
     } + (if parser_backend == "stanza" then {
       // Stanza's tagger and parser start from word vectors trained on the corpus
       // (steps/word_vectors.py). The vectors may read more of it than pretraining does (their
@@ -51,7 +60,7 @@ local pronto_tables = {
         type: "train_word_vectors",
         corpus: ref(if own_vectors_corpus then "vectors_corpus" else "corpus"),
       } + s.word_vectors,
-    } else {}) + (if own_vectors_corpus then { vectors_corpus: corpus(s.word_vectors_corpus) } else {}) + {
+    } else {}) + (if own_vectors_corpus then { vectors_corpus: load_corpus(s.word_vectors_corpus) } else {}) + {
       corpus_parser: {
         type: "train_corpus_parser",
         language: language,
@@ -89,9 +98,11 @@ local pronto_tables = {
   // every sentence (sla_parse "parse", as the reference does; the argument names are historic).
   // `pretrained`: false for the random-init control, whose PrOnto fine-tuning keeps the scale's
   // plain `finetune.pronto` settings; pretrained encoders add `finetune.pronto_pretrained` on top.
-  evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true)::
+  // `column`: the table column (default the language; e.g. "coptic_leakfree" for a corpus variant).
+  evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true, column=language)::
     local s = scales[scale];
     local sla = if encoder_needs_parse then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" };
+    local table_column = column;
     local cell(task, table, column, finetune) =
       {
         [task + "_s" + seed]: finetune { config+: { seed: seed } }
@@ -113,7 +124,7 @@ local pronto_tables = {
           scores: [ref(task + "_score_s" + seed) for seed in seeds],
         },
       };
-    cell("ud_parser", "table2", language, {
+    cell("ud_parser", "table2", table_column, {
       type: "finetune_ud_parser",
       encoder: encoder,
       train: ud(language, "train"),
@@ -121,7 +132,7 @@ local pronto_tables = {
       test: ud(language, "test"),
       config: s.finetune.ud,
     } + sla)
-    + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", language, {
+    + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", table_column, {
       type: "finetune_ner",
       encoder: encoder,
       train: wikiann(language, "train"),
@@ -217,6 +228,9 @@ local pronto_tables = {
                           pronto_missing_train=["same_sense", "same_arg_count"], pretrained=pretrained),
     },
 
+  // A table column: the language, or "<language>_<variant>" for a corpus variant's cells.
+  column(language, corpus=null):: if corpus == null then language else language + "_" + corpus,
+
   // The paper's Table 2 conditions (SPEC §C) and, per condition, its objectives and attention
   // variant: configs/conditions.libsonnet.
   conditions: (import "conditions.libsonnet").names,
@@ -231,11 +245,14 @@ local pronto_tables = {
   // scale reuse one cached parse and vocabulary.
   //
   // `seed` seeds pretraining; `seeds` are the fine-tuning seeds of each cell (mean ± sd over them).
-  experiment(language, condition, scale, seed=42, parser_backend="stanza", seeds=[seed], pronto_data=null, pronto_missing_train=[])::
+  //
+  // `corpus`, `reference_reader`: as in data_steps; a corpus variant's cells are column
+  // "<language>_<variant>", beside the language's own.
+  experiment(language, condition, scale, seed=42, parser_backend="stanza", seeds=[seed], pronto_data=null, pronto_missing_train=[], corpus=null, reference_reader=false)::
     assert std.member($.conditions, condition) : "unknown condition " + condition + "; known: " + std.join(", ", $.conditions);
     local s = scales[scale];
     {
-      steps: $.data_steps(language, scale, parser_backend) + {
+      steps: $.data_steps(language, scale, parser_backend, corpus, reference_reader) + {
         pretrained_model: {
           type: "pretrain_microbert",
           pretraining_data: ref("pretraining_data"),
@@ -246,14 +263,14 @@ local pronto_tables = {
         },
       } + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
-                             pronto_missing_train=pronto_missing_train),
+                             pronto_missing_train=pronto_missing_train, column=$.column(language, corpus)),
     },
 
   // The control: a randomly initialised µBERT with the same vocabulary (and architecture as
   // `condition`, default plain M), fine-tuned exactly like the pretrained ones. Only the corpus
   // and tokenizer steps are needed, and they are shared with the pretrained experiments.
-  random_init_experiment(language, scale, seed=42, seeds=[seed], condition="M", pronto_data=null, pronto_missing_train=[])::
-    local data = $.data_steps(language, scale);
+  random_init_experiment(language, scale, seed=42, seeds=[seed], condition="M", pronto_data=null, pronto_missing_train=[], corpus=null, reference_reader=false)::
+    local data = $.data_steps(language, scale, corpus=corpus, reference_reader=reference_reader);
     {
       steps: { corpus: data.corpus, tokenizer: data.tokenizer } + {
         random_encoder: {
@@ -264,7 +281,8 @@ local pronto_tables = {
           seed: seed,
         },
       } + $.evaluation_steps(language, scale, ref("random_encoder"), "random-init" + (if condition == "M" then "" else " " + condition),
-                             seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train, pretrained=false),
+                             seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train, pretrained=false,
+                             column=$.column(language, corpus)),
     },
 
   // Any HF model (name or local path) as the encoder, e.g. the mBERT rows where its weights exist

@@ -17,7 +17,7 @@ from tango.format import DillFormat
 
 from steps.common.data_root import DataError, DataPath
 from steps.data.languages import get_language
-from steps.data.readers import read_corpus_documents, split_documents
+from steps.data.readers import given_splits, read_corpus_documents, split_documents
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +42,14 @@ def split_edge_punctuation(token: str) -> List[str]:
 @Step.register("load_corpus")
 class LoadCorpus(Step):
     """Read a language's unlabeled corpus: markup stripped, sentences split, whitespace tokens,
-    documents split 90/10 train/dev with MicroBERT's seed. The scale caps how many sentences each
-    split keeps (taken in the shuffled document order, so a cap is a prefix of the full split).
+    documents split 90/10 train/dev with MicroBERT's seed, unless the corpus comes pre-split
+    (``train.*`` and ``dev.*`` only, as Coptic's): then its own split is used as it is. The scale
+    caps how many sentences each split keeps (taken in the shuffled document order, so a cap is a
+    prefix of the full split).
+
+    ``max_sentence_tokens``: keep only the first n tokens of a longer sentence, as the reference's
+    CoNLL-U reader does for n = 200 (it meant to cut such sentences into chunks of 200 and keeps
+    the first chunk only); None (the default) keeps every token.
 
     Result: ``{"train": [[token]], "dev": [[token]], "stats": {...}}``; ``stats`` records the
     whitespace-token counts of the full splits (the figures of the paper's Table 1).
@@ -53,6 +59,8 @@ class LoadCorpus(Step):
     CACHEABLE = True
     VERSION = "001"
     FORMAT = DillFormat("gz")
+    # Added after workspaces were keyed: at its default the step keeps its unique ID.
+    SKIP_DEFAULT_ARGUMENTS = {"max_sentence_tokens": None}
 
     def run(  # type: ignore[override]
         self,
@@ -63,14 +71,19 @@ class LoadCorpus(Step):
         max_train_sentences: Optional[int] = None,
         max_dev_sentences: Optional[int] = None,
         seed: int = 1337,
+        max_sentence_tokens: Optional[int] = None,
     ) -> Dict[str, Any]:
         lang = get_language(language)
         documents = read_corpus_documents(corpus, corpus_format or lang.corpus_format)
-        splits = split_documents(documents, seed=seed)
+        splits = given_splits(documents)
+        result: Dict[str, Any] = {"stats": {"documents": len(documents), "split": "given" if splits else "documents 90/10"}}
+        if splits is None:
+            splits = split_documents(documents, seed=seed)
         caps = {"train": max_train_sentences, "dev": max_dev_sentences}
-        result: Dict[str, Any] = {"stats": {"documents": len(documents)}}
         for split, docs in splits.items():
             sentences = [s for _, doc in docs for s in doc]
+            if max_sentence_tokens is not None:
+                sentences = [s[:max_sentence_tokens] for s in sentences]
             result["stats"][f"{split}_whitespace_tokens"] = sum(len(s) for s in sentences)
             result["stats"][f"{split}_sentences"] = len(sentences)
             if caps[split] is not None:

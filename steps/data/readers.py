@@ -280,6 +280,18 @@ def read_corpus_documents(source: DataPath, corpus_format: str) -> List[Tuple[st
     return documents
 
 
+def given_splits(
+    documents: List[Tuple[str, List[List[str]]]]
+) -> Optional[Dict[str, List[Tuple[str, List[List[str]]]]]]:
+    """A pre-split corpus's own train/dev split: when its files are exactly one ``train.*`` and one
+    ``dev.*`` (Coptic's ``train.txt`` and ``dev.txt``, the reference's split), each is that split;
+    otherwise None, and the caller splits documents itself (:func:`split_documents`)."""
+    by_stem = {name.split(".", 1)[0]: (name, sentences) for name, sentences in documents}
+    if len(documents) != 2 or set(by_stem) != {"train", "dev"}:
+        return None
+    return {"train": [by_stem["train"]], "dev": [by_stem["dev"]]}
+
+
 def _natural_key(name: str):
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
