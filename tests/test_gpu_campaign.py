@@ -50,3 +50,26 @@ def test_paper_scale_files_reuse_the_cpu_corpus_parser_and_take_the_whole_corpus
             assert graph["pretrained_model"].kwargs["training"].max_steps == 62500
         scores = [name for name in graph if "_score_s" in name]
         assert len(scores) == 10 and all(graph[n].kwargs["scale"] == "gpu-paper_tenth" for n in scores)
+
+
+def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
+    """Issue 17 item 5: the campaign runs any of the paper's five languages with no new code."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+    from reporting.languages import paper_languages
+
+    assert set(campaign.LANGUAGES) == set(paper_languages())
+    for language in campaign.LANGUAGES:
+        cpu = StepGraph.from_params(Params.from_file(REPO / f"experiments/{language}_m.jsonnet").pop("steps"))
+        for file in campaign.language_files(language):
+            assert (REPO / file).exists(), file
+            graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+            assert graph["corpus"].kwargs["language"] == language and graph["corpus"].kwargs["max_train_sentences"] is None
+            assert graph["tokenizer"].unique_id != cpu["tokenizer"].unique_id  # the whole corpus's vocabulary
+            if "random_init" not in file:
+                assert graph["corpus_parser"].unique_id == cpu["corpus_parser"].unique_id
+            tasks = {name.split("_score_s")[0] for name in graph if "_score_s" in name}
+            assert tasks == ({"ud_parser", "ner"} if language in ("wolof", "maltese", "uyghur") else {"ud_parser"})
+    assert campaign.phase_commands("pretrain", campaign.language_files("coptic"), 4)[0][-3] == "benchmarks/gpu/coptic_m_paper_scale.jsonnet"

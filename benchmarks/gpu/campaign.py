@@ -4,8 +4,12 @@ Every phase is a `tango run` under a time limit; a phase that runs out of time i
 again, and its steps resume (pretraining from its last checkpoint, finished steps from the cache).
 Its exit status says what happened: 0 done, 3 time ran out (call the same phase again).
 
-    # here, once: the Wolof data travels inside the checkout (ignored by git, carried by the device tool)
+    # here, once: the language's data travels inside the checkout (ignored by git, carried by the device tool)
     mkdir -p shared/data && cp -r ../shared/data/wolof shared/data/ && echo /shared/ >> .git/info/exclude
+    # another language: --language coptic|maltese|uyghur|ancient_greek on every phase below, and
+    # copy that language's folder instead (its UD, corpus and WikiAnn: 8-73 MB, under the 64 MiB
+    # carry for all but Uyghur's 73 MB of HTML, which then goes as shared/data/uyghur/{ud,wikiann}
+    # plus a tarred corpus, unpacked there by the data phase's caller)
     # on the GPU machine, in the repo root (each line one device call of <= 10 minutes):
     python benchmarks/gpu/campaign.py data       # corpus parser (cpu scale), parse of the whole corpus, vocabulary, rows
     python benchmarks/gpu/campaign.py pretrain   # µB-M and µB-MXPT-SLA side by side on the one GPU; repeat until 0
@@ -16,8 +20,8 @@ Its exit status says what happened: 0 done, 3 time ran out (call the same phase 
     tango run benchmarks/gpu/wolof_m_paper_scale.jsonnet                # finds every step cached
 
 `--budget SECONDS` (default 540) bounds each phase below the 10-minute command limit. The
-experiment files are benchmarks/gpu/wolof_{m,mxpt_sla,random_init}_paper_scale.jsonnet; pass
-`--files` to run others (e.g. the "paper" regime, or another language's paper-scale files).
+experiment files are benchmarks/gpu/<language>_{m,mxpt_sla,random_init}_paper_scale.jsonnet for
+`--language` (default wolof); pass `--files` to run others (e.g. the "paper" regime).
 """
 from __future__ import annotations
 
@@ -32,7 +36,15 @@ from pathlib import Path
 from typing import List, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
-FILES = [f"benchmarks/gpu/wolof_{name}_paper_scale.jsonnet" for name in ("m", "mxpt_sla", "random_init")]
+LANGUAGES = ("wolof", "coptic", "maltese", "uyghur", "ancient_greek")  # the paper's five (issue 17)
+
+
+def language_files(language: str) -> List[str]:
+    """A language's paper-scale files: µB-M, µB-MXPT-SLA and random-init."""
+    return [f"benchmarks/gpu/{language}_{name}_paper_scale.jsonnet" for name in ("m", "mxpt_sla", "random_init")]
+
+
+FILES = language_files("wolof")
 PRETRAINED = FILES[:2]
 OUT_OF_TIME = 3
 PART_BYTES = 15 * 2**20  # the device tool brings back files of at most 16 MiB, at most 8 of them
@@ -122,11 +134,13 @@ def main(argv=None) -> int:
     parser.add_argument("phase", choices=["data", "pretrain", "finetune", "pack", "unpack"])
     parser.add_argument("folder", nargs="?", type=Path, help="pack: where the parts go ($OUT); unpack: where they are")
     parser.add_argument("--budget", type=float, default=540.0, help="seconds per phase (below the 600 s command limit)")
-    parser.add_argument("--files", nargs="+", default=FILES)
+    parser.add_argument("--language", choices=LANGUAGES, default="wolof", help="whose paper-scale files to run")
+    parser.add_argument("--files", nargs="+", help="experiment files (default: the language's three)")
     parser.add_argument("--jobs", type=int, default=15, help="fine-tuning steps at once (one CPU thread each)")
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
     parser.add_argument("--since", type=float, default=0.0, help="pack: only entries modified after this Unix time")
     args = parser.parse_args(argv)
+    args.files = args.files or language_files(args.language)
     os.environ.setdefault("SIB_DATA_ROOT", str(REPO / "shared" / "data"))
     if args.phase == "pack":
         if args.folder is None:

@@ -1,4 +1,4 @@
-// Wolof at the paper's scale, for one GPU allocation (issue 14). Over a cpu cell it changes:
+// A language at the paper's scale, for one GPU allocation (issue 14; all five languages: issue 17). Over a cpu cell it changes:
 //   corpus       the whole 34k-sentence train split (no 10k cap); the same config as the cpu cell's
 //                `vectors_corpus`, so it is one cached entry; the corpus parser stays the cpu one
 //   pretraining  SPEC §G: 62,500 steps × 256 rows, lr 3e-3, 10k warmup, 512 subwords, checkpoint
@@ -38,12 +38,15 @@ local overlay(cell, regime, loader_workers) = {
 
 {
   regimes: std.objectFields(regimes),
-  // condition: a paper condition ("M", "MXPT-SLA", …) or "random-init".
-  wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6)::
+  // condition: a paper condition ("M", "MXPT-SLA", …) or "random-init". Any of the paper's five
+  // languages (issue 17): the same overlay on its cpu cell (NER where it has WikiAnn).
+  cell(language, condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6)::
     assert std.objectHas(regimes, regime) : "unknown regime " + regime + "; known: " + std.join(", ", std.objectFields(regimes));
     overlay(
-      if condition == "random-init" then lib.random_init_experiment("wolof", "cpu", seeds=seeds)
-      else lib.experiment("wolof", condition, "cpu", seeds=seeds),
+      if condition == "random-init" then lib.random_init_experiment(language, "cpu", seeds=seeds)
+      else lib.experiment(language, condition, "cpu", seeds=seeds),
       regime, loader_workers
     ),
+  wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6)::
+    $.cell("wolof", condition, seeds, regime, loader_workers),
 }
