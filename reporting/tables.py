@@ -187,19 +187,35 @@ def _paper_text(value: Optional[float]) -> str:
 def to_markdown(title: str, columns, table_rows) -> str:
     with_record = any(entry.record is not None for _, entries in table_rows for entry in entries)
     per_column = ["ours", "docs", "paper"] if with_record else ["ours", "paper"]
-    header = "| model | " + " | ".join(f"{short_title(c)} {per_column[0]} | " + " | ".join(per_column[1:]) for c in columns) + " |"
+    header = "| model | " + " | ".join(f"{short_title(c)}{_note_mark(c)} {per_column[0]} | " + " | ".join(per_column[1:]) for c in columns) + " |"
     rule = "|---|" + "---|" * len(per_column) * len(columns)
     lines = [f"### {title}", "", header, rule]
     for row, entries in table_rows:
-        texts = [(e.text, e.record, _paper_text(e.paper)) if with_record else (e.text, _paper_text(e.paper)) for e in entries]
+        # A language with a data note carries its mark beside every one of its values.
+        marked = [e.text + (_note_mark(c) if e.mean is not None and _note_mark(c) else "") for c, e in zip(columns, entries)]
+        texts = [(m, e.record, _paper_text(e.paper)) if with_record else (m, _paper_text(e.paper)) for m, e in zip(marked, entries)]
         lines.append(f"| {_row_title(row)} | " + " | ".join(" | ".join(t) for t in texts) + " |")
-    notes = []
+    notes = [f"{_note_mark(c)} {short_title(c)}: {_table_note(c)}." for c in columns if _table_note(c)]
     if with_record:
         notes.append("ours: this workspace's cache; docs: the committed record (docs/tables); paper: the published value.")
     if any("†" in e.text for _, entries in table_rows for e in entries):
         notes.append("† not in the cache that wrote this table: the committed record's value, kept.")
     text = "\n".join(lines) + "\n" + ("\n" + " ".join(notes) + "\n" if notes else "")
     return text + delta_markdown(columns, table_rows)
+
+
+def _table_note(column: str) -> str:
+    """A language's data note (configs/languages.libsonnet `table_note`), also for its corpus
+    variants' columns ("coptic_leakfree"); "" for none."""
+    from reporting.languages import languages
+
+    facts = languages()
+    language = column if column in facts else next((name for name in facts if column.startswith(name + "_")), None)
+    return facts[language].get("table_note", "") if language else ""
+
+
+def _note_mark(column: str) -> str:
+    return "‡" if _table_note(column) else ""
 
 
 def delta_markdown(columns, table_rows) -> str:
@@ -360,6 +376,27 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
 DOCS_TABLES = REPO / "docs" / "tables"
 
 
+def table1_markdown() -> str:
+    """Paper Table 1 from the data root (no cache): each of the paper's five languages' unlabeled
+    train tokens as load_corpus counts them (its own split if the corpus is pre-split, else the
+    reference's 90/10 document split; Coptic under the reference reader's 200-token cut), the
+    paper's count, and one line on why they differ."""
+    from reporting.languages import paper_languages
+    from steps.common.data_root import DataPath
+    from steps.data.readers import given_splits, read_corpus_documents, split_documents
+
+    lines = ["### Table 1: unlabeled train tokens, here and in the paper", "",
+             "| language | train tokens here | paper | Δ % | why |", "|---|---|---|---|---|"]
+    for name, facts in paper_languages().items():
+        documents = read_corpus_documents(DataPath(f"{name}/corpus"), facts["corpus_format"])
+        splits = given_splits(documents) or split_documents(documents)
+        cut = 200 if name == "coptic" else None  # lib.libsonnet reference_reader
+        ours = sum(len(sentence[:cut]) for _, doc in splits["train"] for sentence in doc)
+        paper = facts["paper_train_tokens"]
+        lines.append(f"| {facts['title']} | {ours:,} | {paper:,} | {100 * (ours - paper) / paper:+.2f} | {facts.get('table1_note', '')} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("experiments", nargs="*", type=Path, help="experiment files (default: experiments/**/*.jsonnet)")
@@ -368,8 +405,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--update-docs", action="store_true",
                         help="write the committed record, docs/tables (cells this cache lacks keep their recorded values)")
     parser.add_argument("--scale", action="append", help="only these scales (repeatable)")
+    parser.add_argument("--table1", action="store_true", help="only Table 1 (corpus sizes), counted from the data root")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    if args.table1:
+        target = (DOCS_TABLES if args.update_docs else (args.out or args.workspace / "tables")) / "table1.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(table1_markdown(), encoding="utf-8")
+        print(f"wrote {target}")
+        return 0
     out = args.out or (DOCS_TABLES if args.update_docs else args.workspace / "tables")
     files = args.experiments or sorted((REPO / "experiments").rglob("*.jsonnet"))
     cells, problems = collect_cells(files, args.workspace)
