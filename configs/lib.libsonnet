@@ -130,7 +130,7 @@ local pronto_tables = {
       train: ud(language, "train"),
       dev: ud(language, "dev"),
       test: ud(language, "test"),
-      config: s.finetune.ud,
+      config: s.finetune.ud + std.get(std.get(languages[language], "ud_finetune", {}), scale, {}),
     } + sla)
     + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", table_column, {
       type: "finetune_ner",
