@@ -204,8 +204,10 @@ class StructuralProbe(nn.Module):
     def forward(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """states (B, T, size) → (squared distances (B, T, T), squared depths (B, T))."""
         projected = self.distance_probe(states)
-        difference = projected[:, :, None, :] - projected[:, None, :, :]
-        return difference.pow(2).sum(-1), self.depth_probe(states).pow(2).sum(-1)
+        # ‖p_i − p_j‖² = ‖p_i‖² + ‖p_j‖² − 2 p_i·p_j: one batched matmul instead of a (B, T, T, r) tensor.
+        norms = projected.pow(2).sum(-1)
+        squared = norms[:, :, None] + norms[:, None, :] - 2 * torch.matmul(projected, projected.transpose(1, 2))
+        return squared.clamp(min=0), self.depth_probe(states).pow(2).sum(-1)
 
 
 def structural_probe_losses(
