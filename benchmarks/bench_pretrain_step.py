@@ -25,7 +25,7 @@ from transformers import BertConfig, BertForMaskedLM, BertModel
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models import MicroBertConfig, MicroBertForPretraining, MicroBertModel  # noqa: E402
 
-DEFAULT_CONDITIONS = ["M", "MX", "MP", "MT", "MXPT", "MPT-SLA", "MXPT-SLA"]
+DEFAULT_CONDITIONS = ["M", "MX", "MP", "MT", "MXPT", "MPT-SLA", "MXPT-SLA", "MS-G"]
 
 
 def random_sentence(rng: random.Random, max_subwords: int):
@@ -69,6 +69,7 @@ def synthetic_batch(batch_size: int, length: int, vocab_size: int, num_xpos: int
         "token_spans": torch.zeros(batch_size, max_words + 2, 2, dtype=torch.long),
         "xpos": torch.full((batch_size, max_words), -100, dtype=torch.long),
         "labels": torch.full((batch_size, length), -100, dtype=torch.long),
+        "upos_ids": torch.zeros(batch_size, length, dtype=torch.long),  # syntax-guided attention (-G) reads them
     }
     for row, (heads, spans) in enumerate(sentences):
         n = len(heads)
@@ -76,6 +77,7 @@ def synthetic_batch(batch_size: int, length: int, vocab_size: int, num_xpos: int
         batch["input_ids"][row, 0], batch["input_ids"][row, n + 1] = 1, 2
         batch["attention_mask"][row, : n + 2] = 1
         batch["heads"][row, 1 : n + 1] = torch.tensor(heads)
+        batch["upos_ids"][row, 1 : n + 1] = torch.randint(1, 18, (n,), generator=generator)
         batch["token_spans"][row, 1 : len(spans) + 1] = torch.tensor(spans)
         batch["token_spans"][row, len(spans) + 1] = n + 1
         batch["xpos"][row, : len(spans)] = torch.randint(0, num_xpos, (len(spans),), generator=generator)

@@ -6,6 +6,9 @@
 // tests/test_conditions.py holds this table to models.conditions.parse_condition.
 local plain(objectives) = { objectives: objectives, attention: null, encoder_needs_parse: false };
 local sla(objectives) = { objectives: objectives, attention: "sla", encoder_needs_parse: true };
+// Related biases (issue 18), not Table 2 rows: -G = syntax-guided attention (seed 001, SPEC §I;
+// "syntax_gat"), S = its structural-probe loss.
+local gat(objectives) = { objectives: objectives, attention: "syntax_gat", encoder_needs_parse: true };
 {
   names: ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"],
   by_name: {
@@ -19,5 +22,8 @@ local sla(objectives) = { objectives: objectives, attention: "sla", encoder_need
     MXT: plain("MXT"),
     MXPT: plain("MXPT"),
     "MXPT-SLA": sla("MXPT"),
+    "M-G": gat("M"),
+    "MS-G": gat("MS"),
   },
+  related_names: ["M-G", "MS-G"],
 }

@@ -99,9 +99,15 @@ local pronto_tables = {
   // `pretrained`: false for the random-init control, whose PrOnto fine-tuning keeps the scale's
   // plain `finetune.pronto` settings; pretrained encoders add `finetune.pronto_pretrained` on top.
   // `column`: the table column (default the language; e.g. "coptic_leakfree" for a corpus variant).
-  evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true, column=language)::
+  //
+  // `syntax_gat`: per task ({ud: {...}, ner: {...}}, gat_* settings) adds syntax-guided attention to
+  // the encoder at fine-tuning (the "+G" rows, SPEC §I), on the corpus parser's trees and tags.
+  evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true,
+                   column=language, syntax_gat=null)::
     local s = scales[scale];
-    local sla = if encoder_needs_parse then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" };
+    local parse_everything = encoder_needs_parse || syntax_gat != null;
+    local sla_of(task) = (if parse_everything then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" })
+      + (if syntax_gat == null then {} else { syntax_gat: syntax_gat[task] });
     local table_column = column;
     local cell(task, table, column, finetune) =
       {
@@ -131,7 +137,7 @@ local pronto_tables = {
       dev: ud(language, "dev"),
       test: ud(language, "test"),
       config: s.finetune.ud + std.get(std.get(languages[language], "ud_finetune", {}), scale, {}),
-    } + sla)
+    } + sla_of("ud"))
     + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", table_column, {
       type: "finetune_ner",
       encoder: encoder,
@@ -139,7 +145,7 @@ local pronto_tables = {
       dev: wikiann(language, "dev"),
       test: wikiann(language, "test"),
       config: s.finetune.ner,
-    } + sla) else {})
+    } + sla_of("ner")) else {})
     + (if pronto_data == null then {} else $.pronto_steps(language, scale, encoder, row, seeds, pronto_data, pronto_missing_train, pretrained)),
 
   // PrOnto's five tasks for one encoder (Tables 4, 7-9), cells as in evaluation_steps.
@@ -234,6 +240,16 @@ local pronto_tables = {
   // The paper's Table 2 conditions (SPEC §C) and, per condition, its objectives and attention
   // variant: configs/conditions.libsonnet.
   conditions: (import "conditions.libsonnet").names,
+  // Related biases pretrained as conditions (issue 18): -G syntax-guided attention (+ S probe).
+  related_conditions: (import "conditions.libsonnet").related_names,
+
+  // Syntax-guided attention added at fine-tuning (seed 001's own setting; SPEC §I Table 4): one
+  // syntax head (gat_syntax_heads default), δ = 1 and α = 0.5 as the seed's WikiAnn/NER runs; UD
+  // parsing is structured prediction like NER and semantic parsing, which the seed also runs at δ = 1.
+  gat_finetune: {
+    ud: { gat_max_distance: 1, gat_probe_weight: 0.5 },
+    ner: { gat_max_distance: 1, gat_probe_weight: 0.5 },
+  },
 
   // The data pipeline alone, shared by every condition (experiments/*_data.jsonnet).
   data_experiment(language, scale, parser_backend="stanza"):: {
@@ -249,10 +265,13 @@ local pronto_tables = {
   // `corpus`, `reference_reader`: as in data_steps; a corpus variant's cells are column
   // "<language>_<variant>", beside the language's own.
   experiment(language, condition, scale, seed=42, parser_backend="stanza", seeds=[seed], pronto_data=null, pronto_missing_train=[], corpus=null, reference_reader=false)::
-    assert std.member($.conditions, condition) : "unknown condition " + condition + "; known: " + std.join(", ", $.conditions);
+    local known = $.conditions + $.related_conditions;
+    assert std.member(known, condition) : "unknown condition " + condition + "; known: " + std.join(", ", known);
     local s = scales[scale];
+    local embeds_upos = (import "conditions.libsonnet").by_name[condition].attention == "syntax_gat";
     {
-      steps: $.data_steps(language, scale, parser_backend, corpus, reference_reader) + {
+      // Syntax-guided attention embeds UPOS tags, so its inputs keep them (a step of its own).
+      steps: $.data_steps(language, scale, parser_backend, corpus, reference_reader) + (if embeds_upos then { pretraining_data+: { keep_upos: true } } else {}) + {
         pretrained_model: {
           type: "pretrain_microbert",
           pretraining_data: ref("pretraining_data"),
@@ -264,6 +283,16 @@ local pronto_tables = {
       } + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
                              pronto_missing_train=pronto_missing_train, column=$.column(language, corpus)),
+    },
+
+  // "µB-<condition>+G": the encoder pretrained under `condition` (the same cached step as its own
+  // experiment's), fine-tuned with syntax-guided attention added (`gat_finetune`).
+  finetune_gat_experiment(language, condition, scale, seed=42, seeds=[seed])::
+    local base = $.experiment(language, condition, scale, seed, seeds=seeds);
+    assert !(import "conditions.libsonnet").by_name[condition].encoder_needs_parse : "+G is added to plain-attention encoders only";
+    {
+      steps: $.data_steps(language, scale) + { pretrained_model: base.steps.pretrained_model }
+        + $.evaluation_steps(language, scale, ref("pretrained_model"), condition + "+G", seeds, syntax_gat=$.gat_finetune),
     },
 
   // The control: a randomly initialised µBERT with the same vocabulary (and architecture as

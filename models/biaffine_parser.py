@@ -83,9 +83,9 @@ class BiaffineDependencyParser(nn.Module):
 
     # ------------------------------------------------------------------------------------------
 
-    def encode(self, input_ids, attention_mask, word_spans, word_mask, heads=None) -> Tuple[torch.Tensor, torch.Tensor]:
+    def encode(self, input_ids, attention_mask, word_spans, word_mask, heads=None, upos_ids=None) -> Tuple[torch.Tensor, torch.Tensor]:
         """(B, W+1, 2·hidden) contextual word vectors with ROOT at 0, and the (B, W+1) mask."""
-        words = self.input_dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads))
+        words = self.input_dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads, upos_ids))
         encoded = self.lstm(words, word_mask)
         root = self.root.expand(encoded.shape[0], 1, -1)
         encoded = self.encoded_dropout(torch.cat([root, encoded], dim=1))
@@ -101,11 +101,13 @@ class BiaffineDependencyParser(nn.Module):
         heads: Optional[torch.Tensor] = None,
         gold_heads: Optional[torch.Tensor] = None,
         gold_labels: Optional[torch.Tensor] = None,
+        upos_ids: Optional[torch.Tensor] = None,
     ) -> ParserOutput:
         """``heads``: the encoder's subword tree (SLA encoders only). ``gold_heads``/``gold_labels``
         (B, W): word-level targets (heads 0..n, 0 = ROOT; padding ignored through ``word_mask``);
-        given both, the output carries the loss."""
-        encoded, mask = self.encode(input_ids, attention_mask, word_spans, word_mask, heads)
+        given both, the output carries the loss (plus a syntax-guided encoder's structural-probe
+        loss).  ``upos_ids``: subword UPOS ids (syntax-guided encoders only)."""
+        encoded, mask = self.encode(input_ids, attention_mask, word_spans, word_mask, heads, upos_ids)
         dep, head = self.arc_dep_mlp(encoded), self.arc_head_mlp(encoded)
         scores = dep @ self.arc_weight @ head.transpose(1, 2) + (head @ self.arc_head_bias)[:, None, :]
         # No padded column and no self-loop can be a head; ROOT's own row is never scored.
@@ -114,6 +116,8 @@ class BiaffineDependencyParser(nn.Module):
         output = ParserOutput(scores, self.label_dep_mlp(encoded), self.label_head_mlp(encoded), mask)
         if gold_heads is not None and gold_labels is not None:
             self._add_loss(output, word_mask, gold_heads, gold_labels)
+            if self.word_encoder.auxiliary_loss is not None:
+                output.loss = output.loss + self.word_encoder.auxiliary_loss
         return output
 
     def label_logits(self, output: ParserOutput, heads: torch.Tensor) -> torch.Tensor:

@@ -17,6 +17,7 @@ Two settings deviate from the reference deliberately:
 from transformers import BertConfig
 
 from .attention import ATTENTION_VARIANTS
+from .attention.syntax_gat import GAT_FUSIONS
 from .objectives import OBJECTIVES
 
 POSITION_EMBEDDING_TYPES = ("absolute", "relative_key_query")
@@ -61,6 +62,15 @@ class MicroBertConfig(BertConfig):
         contrastive_temperature (`float`, defaults to 0.1): τ of InfoNCE (Eq. 10) for P and T.
         phrase_max_negatives (`int`, defaults to 10), tree_max_negatives (`int`, defaults to 10),
         tree_top_k (`int`, defaults to 3): sampler and loss sizes of SPEC §D-E.
+        gat_max_distance (`int`, defaults to 4), gat_syntax_heads (`int`, defaults to 1),
+        gat_fusion (`str`, defaults to ``"key_value"``), gat_layers (`int`, defaults to 4),
+        gat_heads (`int`, defaults to 4), gat_head_size (`int` or `None`), gat_use_upos (`bool`,
+        defaults to `True`), gat_probe_weight (`float`, defaults to 0.5), gat_probe_rank (`int` or `None`):
+            Syntax-guided attention (``syntax_attention="syntax_gat"``, condition suffix -G; SPEC §I,
+            `models.attention.syntax_gat`): GAT mask δ, number of syntax heads n_syn per layer, fusion
+            into keys+values (the reference code) or ``"query_key"`` (the paper), GAT layers L_G, heads k,
+            head width d_g (None = the encoder's head width, the reference's rule), whether UPOS tags
+            are embedded, structural-probe weight α and rank (None = d_g) of the S objective.
     """
 
     model_type = "microbert"
@@ -87,6 +97,16 @@ class MicroBertConfig(BertConfig):
     tree_max_negatives: int = 10
     tree_top_k: int = 3
 
+    gat_max_distance: int = 4
+    gat_syntax_heads: int = 1
+    gat_fusion: str = "key_value"
+    gat_layers: int = 4
+    gat_heads: int = 4
+    gat_head_size: int | None = None
+    gat_use_upos: bool = True
+    gat_probe_weight: float = 0.5
+    gat_probe_rank: int | None = None
+
     def __post_init__(self, **kwargs):
         if self.syntax_attention is not None and self.syntax_attention not in ATTENTION_VARIANTS:
             raise ValueError(
@@ -112,6 +132,10 @@ class MicroBertConfig(BertConfig):
             raise ValueError("the X objective needs num_xpos_labels > 0")
         if self.phrase_similarity not in PHRASE_SIMILARITIES:
             raise ValueError(f"phrase_similarity must be one of {PHRASE_SIMILARITIES}, got {self.phrase_similarity!r}")
+        if self.gat_fusion not in GAT_FUSIONS:
+            raise ValueError(f"gat_fusion must be one of {GAT_FUSIONS}, got {self.gat_fusion!r}")
+        if not 1 <= self.gat_syntax_heads <= self.num_attention_heads or self.gat_max_distance < 0:
+            raise ValueError("gat_syntax_heads must be in 1..num_attention_heads and gat_max_distance ≥ 0")
         if self.sla_max_distance < 0 or self.sla_window < 0:
             raise ValueError("sla_max_distance and sla_window must be non-negative")
         super().__post_init__(**kwargs)
@@ -128,6 +152,8 @@ class MicroBertConfig(BertConfig):
             "syntax_attention", "sla_max_distance", "sla_window", "sla_reference_window", "sla_without_parse",
             "pretraining_objectives", "num_xpos_labels", "phrase_similarity", "contrastive_temperature",
             "phrase_max_negatives", "tree_max_negatives", "tree_top_k", "position_embedding_type",
+            "gat_max_distance", "gat_syntax_heads", "gat_fusion", "gat_layers", "gat_heads", "gat_head_size",
+            "gat_use_upos", "gat_probe_weight", "gat_probe_rank",
         )
 
 

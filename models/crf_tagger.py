@@ -128,9 +128,10 @@ class CrfTagger(nn.Module):
         word_spans: torch.Tensor,
         word_mask: torch.Tensor,
         heads: Optional[torch.Tensor] = None,
+        upos_ids: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
         """(B, W, num_labels) tag scores per word."""
-        words = self.dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads))
+        words = self.dropout(self.word_encoder(input_ids, attention_mask, word_spans, word_mask, heads, upos_ids))
         if self.lstm is not None:
             words = self.dropout(self.lstm(words, word_mask))
         return self.emission_layer(words)
@@ -141,6 +142,8 @@ class CrfTagger(nn.Module):
         output = {"emissions": self.emissions(**batch)}
         if tags is not None:
             output["loss"] = -self.crf.log_likelihood(output["emissions"], tags, batch["word_mask"]).sum()
+            if self.word_encoder.auxiliary_loss is not None:  # a syntax-guided encoder's structural probe
+                output["loss"] = output["loss"] + self.word_encoder.auxiliary_loss
         return output
 
     @torch.no_grad()

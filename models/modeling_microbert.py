@@ -237,11 +237,14 @@ class MicroBertPreTrainedModel(BertPreTrainedModel):
 @dataclass
 class MicroBertModelOutput(ModelOutput):
     """last_hidden_state (B, T, H); hidden_states: embeddings + every layer, when asked;
-    last_layer_attention: (B, T, T) head-averaged last-layer probabilities, when asked."""
+    last_layer_attention: (B, T, T) head-averaged last-layer probabilities, when asked;
+    attention_outputs: what the attention variant computed besides its modifier (syntax-guided
+    attention: ``syntax_states``, ``syntax_distance``, ``syntax_depth``), else None."""
 
     last_hidden_state: torch.FloatTensor | None = None
     hidden_states: tuple[torch.FloatTensor, ...] | None = None
     last_layer_attention: torch.FloatTensor | None = None
+    attention_outputs: dict | None = None
 
 
 class MicroBertModel(MicroBertPreTrainedModel):
@@ -256,6 +259,10 @@ class MicroBertModel(MicroBertPreTrainedModel):
             raise ValueError("MicroBertModel has no pooler; fine-tuning heads pool for themselves")
         self.embeddings = MicroBertEmbeddings(config)
         self.encoder = MicroBertEncoder(config)
+        # A variant's own parameters (syntax-guided attention's GAT), handed to its builder.
+        variant = attention_variant(config)
+        if variant is not None and variant.module is not None:
+            self.attention_variant_module = variant.module(config)
         self.post_init()
 
     def get_input_embeddings(self):
@@ -279,6 +286,7 @@ class MicroBertModel(MicroBertPreTrainedModel):
         tree_structure: TreeStructure | None = None,
         sla_mask: torch.Tensor | None = None,
         attention_modifier: AttentionModifier | None = None,
+        upos_ids: torch.Tensor | None = None,
         output_hidden_states: bool = False,
         return_last_layer_attention: str | None = None,
         return_dict: bool = True,
@@ -292,6 +300,7 @@ class MicroBertModel(MicroBertPreTrainedModel):
                 with gates (SLA); wins over `heads`.
             attention_modifier: extra syntax inputs for attention (see `AttentionModifier`), combined
                 with the variant's own.
+            upos_ids: (B, T) UPOS ids per subword, for a variant that embeds them (syntax-guided attention).
             output_hidden_states: also return embeddings + every layer's output (for ScalarMix heads).
             return_last_layer_attention: None, "pre_dropout" or "post_dropout": also return the last
                 layer's attention probabilities averaged over heads (SynCLM phrase loss, SPEC §D).
@@ -304,7 +313,10 @@ class MicroBertModel(MicroBertPreTrainedModel):
         batch_size, length = embeddings.shape[:2]
         if attention_mask is None:
             attention_mask = torch.ones(batch_size, length, dtype=torch.long, device=embeddings.device)
-        inputs = AttentionInputs(input_ids, attention_mask, heads, tree_structure, embeddings.dtype)
+        inputs = AttentionInputs(
+            input_ids, attention_mask, heads, tree_structure, embeddings.dtype, upos_ids=upos_ids,
+            module=getattr(self, "attention_variant_module", None), word_embeddings=self.embeddings.word_embeddings,
+        )
         modifier = self._with_attention_variant(attention_modifier, inputs, sla_mask)
 
         prepared_mask = create_bidirectional_mask(config=self.config, inputs_embeds=embeddings, attention_mask=attention_mask)
@@ -333,6 +345,7 @@ class MicroBertModel(MicroBertPreTrainedModel):
             last_hidden_state=hidden_states,
             hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
             last_layer_attention=last_layer_attention,
+            attention_outputs=inputs.side_outputs or None,
         )
 
     def _with_attention_variant(self, modifier, inputs: AttentionInputs, sla_mask) -> AttentionModifier | None:
@@ -479,6 +492,7 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
             heads=heads if variant is not None and variant.needs_parse else None,
             tree_structure=structure,
             sla_mask=sla_mask,
+            upos_ids=batch_fields.get("upos_ids") if variant is not None and variant.needs_parse else None,
             output_hidden_states=any(objective.needs_hidden_states() for objective in active),
             return_last_layer_attention=stages.pop() if stages else None,
         )

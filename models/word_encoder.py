@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import attention_needs_parse
+from .attention import attention_needs_parse, attention_variant
 
 
 class ScalarMix(nn.Module):
@@ -55,6 +55,17 @@ class WordEncoder(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.scalar_mix = ScalarMix(encoder.config.num_hidden_layers + 1)
+        # Syntax-guided attention (-G) brings its structural-probe loss, weighted α = gat_probe_weight
+        # (SPEC §I: L = L_task + α(L_dist + L_depth)); its probes are fresh fine-tuning parameters.
+        variant = attention_variant(getattr(encoder.config, "syntax_attention", None))
+        self.uses_upos = variant is not None and variant.name == "syntax_gat"
+        self.probe_weight = encoder.config.gat_probe_weight if self.uses_upos else 0.0
+        self.structural_probe = None
+        if self.probe_weight > 0:
+            from .objectives import build_structural_probe
+
+            self.structural_probe = build_structural_probe(encoder.config)
+        self.auxiliary_loss: torch.Tensor | None = None  # the probe loss of the last training forward
 
     @property
     def output_dim(self) -> int:
@@ -71,9 +82,17 @@ class WordEncoder(nn.Module):
         word_spans: torch.Tensor,
         word_mask: torch.Tensor,
         heads: torch.Tensor | None = None,
+        upos_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         extra = {"heads": heads} if heads is not None and self.uses_parse else {}
+        if self.uses_upos and upos_ids is not None:
+            extra["upos_ids"] = upos_ids
         output = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, **extra)
+        self.auxiliary_loss = None
+        if self.structural_probe is not None and self.training and output.attention_outputs:
+            from .attention.syntax_gat import structural_probe_loss
+
+            self.auxiliary_loss = structural_probe_loss(self.structural_probe, output.attention_outputs, attention_mask, self.probe_weight)
         return mean_pool_words(self.scalar_mix(output.hidden_states), word_spans, word_mask)
 
 

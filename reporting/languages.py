@@ -36,8 +36,9 @@ def short_title(column: str) -> str:
     return facts["short_title"] if facts else column.replace("_", " ").title()
 
 
-def builder_conditions() -> List[str]:
-    """The Table 2 conditions the builder accepts (configs/lib.libsonnet `conditions`)."""
+def builder_conditions(field: str = "conditions") -> List[str]:
+    """The Table 2 conditions the builder accepts (configs/lib.libsonnet `conditions`), or another
+    list of it (``"related_conditions"``: the related biases of issue 18)."""
     from rjsonnet import evaluate_snippet
 
-    return json.loads(evaluate_snippet("conditions", f'(import "{(CONFIGS / "lib.libsonnet").as_posix()}").conditions'))
+    return json.loads(evaluate_snippet("conditions", f'(import "{(CONFIGS / "lib.libsonnet").as_posix()}").{field}'))

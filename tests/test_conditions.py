@@ -20,8 +20,9 @@ def libsonnet_table() -> dict:
 
 def test_libsonnet_table_agrees_with_parse_condition_for_every_condition():
     table = libsonnet_table()
-    assert table["names"] == PAPER_CONDITIONS and sorted(table["by_name"]) == sorted(PAPER_CONDITIONS)
-    for name in table["names"]:
+    assert table["names"] == PAPER_CONDITIONS
+    assert sorted(table["by_name"]) == sorted(PAPER_CONDITIONS + table["related_names"])
+    for name in table["names"] + table["related_names"]:
         condition, row = parse_condition(name), table["by_name"][name]
         assert condition.name == name
         assert row == {
@@ -60,11 +61,12 @@ def test_what_each_condition_needs():
 
 
 def test_objective_registry_entries():
-    assert list(OBJECTIVES) == ["M", "X", "P", "T"]  # the order losses are computed and summed in
+    assert list(OBJECTIVES) == ["M", "X", "P", "T", "S"]  # the order losses are computed and summed in
     names = {letter: (o.name, o.training_only, o.dev_average) for letter, o in OBJECTIVES.items()}
     assert names == {
         "M": ("mlm", False, PER_MASKED_TOKEN), "X": ("xpos", False, PER_LABELLED_ROW),
         "P": ("phrase", True, PER_BATCH), "T": ("tree", True, PER_BATCH),
+        "S": ("structural_probe", True, PER_BATCH),
     }
 
 

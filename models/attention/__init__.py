@@ -14,6 +14,7 @@ from .base import (
     variant_for_suffix,
 )
 from . import sla  # noqa: F401,E402  (registers "sla")
+from . import syntax_gat  # noqa: F401,E402  (registers "syntax_gat", condition suffix "G")
 
 __all__ = [
     "ATTENTION_VARIANTS",

@@ -11,9 +11,11 @@ neither the model nor the trainer changes.  A condition names a variant by the s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
+from torch import nn
 
 from ..trees import TreeStructure
 
@@ -101,6 +103,11 @@ class AttentionInputs:
     input_ids, attention_mask: (B, T).  heads: (B, T) subword heads (see `trees`), or None.
     structure: the batch's `TreeStructure` when the caller already built one (shared with the
     SynCLM samplers), else None; build it from ``heads`` if needed.  dtype: of the scores.
+    upos_ids: (B, T) UPOS id per subword (`models.attention.syntax_gat.UPOS_TAGS`), or None.
+    module: the model's instance of the variant's `module` (its parameters), or None.
+    word_embeddings: the encoder's input embedding table (for variants that embed tokens themselves).
+    side_outputs: what the variant computed besides the modifier (e.g. the GAT's states for the
+    structural-probe loss); the model returns it as ``attention_outputs``.
     """
 
     input_ids: torch.Tensor | None
@@ -108,6 +115,10 @@ class AttentionInputs:
     heads: torch.Tensor | None
     structure: TreeStructure | None
     dtype: torch.dtype
+    upos_ids: torch.Tensor | None = None
+    module: nn.Module | None = None
+    word_embeddings: nn.Embedding | None = None
+    side_outputs: dict[str, Any] = field(default_factory=dict)
 
 
 AttentionBuilder = Callable[[AttentionInputs, "object"], AttentionModifier]
@@ -122,6 +133,9 @@ class AttentionVariant:
     needs_parse: the builder reads ``heads``, so pretraining and fine-tuning must supply a parse.
     needs_gates: each layer gets a ``local_attention_gate`` Linear(hidden, 1) for `gated_mask`.
     build: (AttentionInputs, config) → AttentionModifier.
+    module: config → nn.Module, or None: parameters of the variant's own (e.g. a graph-attention
+    network), owned by the encoder as ``attention_variant_module`` and handed to `build` as
+    ``inputs.module``.
     """
 
     name: str
@@ -129,12 +143,20 @@ class AttentionVariant:
     needs_parse: bool
     needs_gates: bool
     build: AttentionBuilder
+    module: Callable[[Any], nn.Module] | None = None
 
 
 ATTENTION_VARIANTS: dict[str, AttentionVariant] = {}
 
 
-def register_attention(name: str, *, condition_suffix: str | None = None, needs_parse: bool, needs_gates: bool = False):
+def register_attention(
+    name: str,
+    *,
+    condition_suffix: str | None = None,
+    needs_parse: bool,
+    needs_gates: bool = False,
+    module: Callable[[Any], nn.Module] | None = None,
+):
     """Decorator: register ``build`` as attention variant ``name`` (suffix defaults to NAME upper-cased)."""
     suffix = condition_suffix if condition_suffix is not None else name.upper()
 
@@ -142,7 +164,7 @@ def register_attention(name: str, *, condition_suffix: str | None = None, needs_
         taken = {variant.condition_suffix: variant.name for variant in ATTENTION_VARIANTS.values()}
         if name in ATTENTION_VARIANTS or (suffix in taken and taken[suffix] != name):
             raise ValueError(f"attention variant {name!r} (condition suffix {suffix!r}) is already registered")
-        ATTENTION_VARIANTS[name] = AttentionVariant(name, suffix, needs_parse, needs_gates, build)
+        ATTENTION_VARIANTS[name] = AttentionVariant(name, suffix, needs_parse, needs_gates, build, module)
         return build
 
     return register

@@ -1,6 +1,6 @@
-"""Pretraining objectives: a registry letter (M, X, P, T) → objective class (see `base`).
+"""Pretraining objectives: a registry letter (M, X, P, T, S) → objective class (see `base`).
 
-Registration order (M, X, P, T) is the order losses are computed and summed in.
+Registration order (M, X, P, T, S) is the order losses are computed and summed in.
 """
 
 from .base import (
@@ -27,11 +27,12 @@ from .synclm import (  # noqa: E402  (registers P, T)
     tree_loss,
     tree_similarity,
 )
+from .structural_probe import StructuralProbeLoss, build_structural_probe  # noqa: E402  (registers S)
 
 __all__ = [
     "DEV_AVERAGES", "OBJECTIVES", "PER_BATCH", "PER_LABELLED_ROW", "PER_MASKED_TOKEN",
     "MaskedLanguageModelling", "MicroBertMLMHead", "MicroBertXposHead", "ObjectiveInputs", "ObjectiveLoss",
-    "PhraseContrastive", "PretrainingObjective", "ScalarMix", "TreeContrastive", "XposTagging",
+    "PhraseContrastive", "PretrainingObjective", "ScalarMix", "StructuralProbeLoss", "TreeContrastive", "XposTagging",
     "info_nce_loss", "masked_jsd", "mean_pool_words", "objectives_for", "phrase_loss", "phrase_similarity",
-    "register_objective", "sequence_cross_entropy", "tree_loss", "tree_similarity",
+    "build_structural_probe", "register_objective", "sequence_cross_entropy", "tree_loss", "tree_similarity",
 ]

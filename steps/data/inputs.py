@@ -14,6 +14,8 @@ deprel              n           subword-level relation; non-first pieces get "su
 orig_head           W           word-level heads (1-based, 0 = root), as parsed / annotated
 orig_deprel         W           word-level relations
 xpos                W           word-level XPOS strings
+upos                W           word-level UPOS strings, only with ``keep_upos`` (syntax-guided
+                                attention, condition suffix -G, embeds them)
 tree_is_gold        1           1 for treebank rows (gold trees and tags), 0 for parsed corpus rows
 ==================  ==========  =====================================================================
 
@@ -80,7 +82,7 @@ def _subword_layout(tokenizer, words: Sequence[str], max_length: int):
     return input_ids, spans, [(0, 0)] + spans + [(position, position)]
 
 
-def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, where: str) -> Optional[Instance]:
+def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, where: str, keep_upos: bool = False) -> Optional[Instance]:
     """Tokenize one parsed sentence into an instance, or None if its subwords exceed
     ``max_length - 2`` (the caller counts these; SPEC §A.4/§A.7 discard truncated trees)."""
     layout = _subword_layout(tokenizer, sentence["tokens"], max_length)
@@ -89,7 +91,7 @@ def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, wh
     input_ids, spans, token_spans = layout
     check_tree(sentence["head"], where)
     head, deprel = expand_tree(spans, sentence["head"], sentence["deprel"])
-    return {
+    instance = {
         "input_ids": input_ids,
         "token_spans": token_spans,
         "head": head,
@@ -99,6 +101,9 @@ def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, wh
         "xpos": list(sentence["xpos"]),
         "tree_is_gold": [1 if gold else 0],
     }
+    if keep_upos:
+        instance["upos"] = list(sentence["upos"])
+    return instance
 
 
 def make_mlm_instances(tokenizer, sentences: Sequence[Sequence[str]], max_length: int, name: str) -> List[Instance]:
@@ -117,12 +122,12 @@ def make_mlm_instances(tokenizer, sentences: Sequence[Sequence[str]], max_length
     return instances
 
 
-def make_instances(tokenizer, sentences: Sequence[Sentence], gold: bool, max_length: int, name: str) -> List[Instance]:
+def make_instances(tokenizer, sentences: Sequence[Sentence], gold: bool, max_length: int, name: str, keep_upos: bool = False) -> List[Instance]:
     instances = []
     for number, sentence in enumerate(sentences, 1):
         if len(sentence.get("head", ())) != len(sentence["tokens"]):
             raise DataError(f"{name}: sentence {number} has {len(sentence['tokens'])} tokens but {len(sentence.get('head', ()))} heads")
-        instance = make_instance(tokenizer, sentence, gold, max_length, f"{name}: sentence {number}")
+        instance = make_instance(tokenizer, sentence, gold, max_length, f"{name}: sentence {number}", keep_upos)
         if instance is not None:
             instances.append(instance)
     dropped = len(sentences) - len(instances)
@@ -151,12 +156,15 @@ class BuildPretrainingData(Step):
     with trees expanded to subwords. See :mod:`steps.data.inputs` for the instance schema.
 
     Result: ``{"train": [instance], "dev": [instance], "xpos_labels": [str], "stats": {...}}``.
+    ``keep_upos`` also keeps each word's UPOS tag (for syntax-guided attention, -G); off, the
+    default, it is out of the cache key, so the steps made before it existed keep their IDs.
     """
 
     DETERMINISTIC = True
     CACHEABLE = True
     VERSION = "001"
     FORMAT = DillFormat("gz")
+    SKIP_DEFAULT_ARGUMENTS = {"keep_upos": False}
 
     def run(  # type: ignore[override]
         self,
@@ -166,13 +174,15 @@ class BuildPretrainingData(Step):
         treebank_dev: DataPath,
         max_length: int = 128,
         treebank_ratio: int = 8,
+        keep_upos: bool = False,
     ) -> Dict[str, Any]:
         subword_tokenizer = load_tokenizer(tokenizer)
         gold = {"train": read_conllu(treebank_train.resolve()), "dev": read_conllu(treebank_dev.resolve())}
         result: Dict[str, Any] = {"stats": {}}
         for split in ("train", "dev"):
-            corpus_rows = make_instances(subword_tokenizer, parsed_corpus[split], False, max_length, f"parsed corpus ({split})")
-            gold_rows = make_instances(subword_tokenizer, gold[split], True, max_length, str(treebank_train.resolve() if split == "train" else treebank_dev.resolve()))
+            corpus_rows = make_instances(subword_tokenizer, parsed_corpus[split], False, max_length, f"parsed corpus ({split})", keep_upos)
+            gold_rows = make_instances(subword_tokenizer, gold[split], True, max_length,
+                                       str(treebank_train.resolve() if split == "train" else treebank_dev.resolve()), keep_upos)
             if split == "train":
                 rows = mix_in_treebank(corpus_rows, gold_rows, treebank_ratio)
             else:

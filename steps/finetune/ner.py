@@ -38,7 +38,9 @@ from tango.common import FromParams
 
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataError, DataPath, iter_lines
-from steps.pretrain.encoders import attention_needs_parse, collate_word_features, encode_words_batch, load_encoder
+from steps.pretrain.encoders import (
+    add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
+)
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 from steps.finetune import loop
@@ -238,7 +240,9 @@ class FinetuneNer(Step):
     ``sla_parse`` matters only for SLA encoders: ``"parse"`` feeds each sentence's tree from
     ``corpus_parser`` (a ``train_corpus_parser`` result), ``"global"`` runs plain attention.
     ``num_threads`` and ``device`` change where and how fast it runs, not the result, so they
-    are left out of the cache key.
+    are left out of the cache key. ``syntax_gat`` (a dict of ``gat_*`` settings) adds
+    syntax-guided attention on the corpus parser's trees and UPOS tags of the WikiAnn text ("+G"
+    rows, SPEC §I; needs ``corpus_parser``); None, the default, is out of the cache key.
     """
 
     DETERMINISTIC = True
@@ -246,6 +250,7 @@ class FinetuneNer(Step):
     VERSION = "002"  # 002: BiLSTM on padded words and fused AdamW (faster; same model and updates)
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
+    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None}
 
     def run(  # type: ignore[override]
         self,
@@ -259,26 +264,31 @@ class FinetuneNer(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
         checkpoint_every: int = 1,
+        syntax_gat: Optional[Dict[str, Any]] = None,
     ) -> Path:
         with torch_threads(num_threads):
-            return self._finetune(encoder, train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every)
+            return self._finetune(encoder, train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every, syntax_gat)
 
-    def _features(self, tokenizer, splits: Dict[str, List[NerSentence]], max_length: int, parser_dir: Optional[Path]):
-        """Subword features per split; with a parser, each sentence's tree for SLA."""
+    def _features(self, tokenizer, splits: Dict[str, List[NerSentence]], max_length: int, parser_dir: Optional[Path],
+                  with_upos: bool = False):
+        """Subword features per split; with a parser, each sentence's tree (and, for syntax-guided
+        attention, the parser's UPOS tags)."""
         features = {}
         for name, sentences in splits.items():
-            heads = None
+            heads = upos = None
             if parser_dir is not None:
                 from steps.parse.backends import CorpusParser
 
                 parser = CorpusParser(Path(parser_dir))
                 words = [s["tokens"] for s in sentences]
-                heads = [parsed["head"] for batch in parser.parse_all(words) for parsed in batch]
-            features[name] = encode_words_batch(tokenizer, [s["tokens"] for s in sentences], max_length, heads, name=name)
+                parsed = [sentence for batch in parser.parse_all(words) for sentence in batch]
+                heads = [sentence["head"] for sentence in parsed]
+                upos = [sentence["upos"] for sentence in parsed] if with_upos else None
+            features[name] = encode_words_batch(tokenizer, [s["tokens"] for s in sentences], max_length, heads, name=name, upos=upos)
         return features
 
     def _finetune(self, encoder_source, train_path, dev_path, test_path, sla_parse, parser_dir, config: NerConfig, device,
-                  checkpoint_every: int = 1):
+                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None):
         start = time.perf_counter()
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         splits = {"train": read_bio(train_path.resolve()), "dev": read_bio(dev_path.resolve()), "test": read_bio(test_path.resolve())}
@@ -287,6 +297,11 @@ class FinetuneNer(Step):
         tags = {name: [[index[t] for t in s["tags"]] for s in sentences] for name, sentences in splits.items()}
 
         encoder, tokenizer = load_encoder(encoder_source, sla_parse)
+        if syntax_gat is not None:
+            if sla_parse != "parse":
+                raise ValueError("syntax_gat adds attention that reads the corpus parser's trees; it needs sla_parse='parse'")
+            torch.manual_seed(derived_seed(config.seed, "syntax-gat-init"))
+            encoder = add_syntax_gat(encoder, syntax_gat)
         uses_parse = attention_needs_parse(encoder.config) and sla_parse == "parse"
         if uses_parse and parser_dir is None:
             raise ValueError(
@@ -294,7 +309,8 @@ class FinetuneNer(Step):
                 "pass a train_corpus_parser result, or sla_parse='global' for plain attention"
             )
         parse_start = time.perf_counter()
-        features = self._features(tokenizer, splits, config.max_length, parser_dir if uses_parse else None)
+        features = self._features(tokenizer, splits, config.max_length, parser_dir if uses_parse else None,
+                                  with_upos=uses_parse and uses_upos(encoder.config))
         parse_seconds = time.perf_counter() - parse_start
 
         from models.crf_tagger import CrfTagger
@@ -319,6 +335,7 @@ class FinetuneNer(Step):
             "seed": config.seed,
             "encoder": str(encoder_source),
             "sla_parse": sla_parse if attention_needs_parse(encoder.config) else None,
+            "syntax_gat": syntax_gat,
             "labels": labels,
             "training": asdict(config),
             "sentences": {name: len(s) for name, s in splits.items()},

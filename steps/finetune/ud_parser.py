@@ -30,7 +30,9 @@ from tango.common import FromParams
 
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataError, DataPath
-from steps.pretrain.encoders import SLA_PARSE_MODES, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder
+from steps.pretrain.encoders import (
+    SLA_PARSE_MODES, add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
+)
 from steps.common.formats import DirectoryFormat
 from steps.parse.backends import CorpusParser, attachment_scores
 from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
@@ -142,6 +144,10 @@ class FinetuneUdParser(Step):
     an HF name. SLA encoders need ``sla_parse``: ``"parse"`` (the reference's choice: every
     sentence, training ones included, is parsed from its gold tokens by ``corpus_parser``) or
     ``"global"`` (plain global attention). ``num_threads`` and ``device`` are not in the cache key.
+    ``syntax_gat``: a dict of ``gat_*`` settings (may be empty) adds syntax-guided attention to the
+    encoder for fine-tuning (the "+G" rows, SPEC §I; `add_syntax_gat`); it reads the corpus
+    parser's trees and UPOS tags, so it needs ``sla_parse="parse"`` and ``corpus_parser``. None
+    (the default, out of the cache key) leaves the encoder as it is.
     """
 
     DETERMINISTIC = True
@@ -152,6 +158,7 @@ class FinetuneUdParser(Step):
     VERSION = "003"
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
+    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None}
 
     def run(  # type: ignore[override]
         self,
@@ -165,33 +172,46 @@ class FinetuneUdParser(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
         checkpoint_every: int = 1,
+        syntax_gat: Optional[Dict[str, Any]] = None,
     ) -> Path:
         with torch_threads(num_threads):
-            return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every)
+            return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every,
+                                  syntax_gat)
 
     # ------------------------------------------------------------------------------------------
 
-    def _load_splits(self, paths: Dict[str, DataPath], tokenizer, max_length: int, parser: Optional[CorpusParser]):
+    def _load_splits(self, paths: Dict[str, DataPath], tokenizer, max_length: int, parser: Optional[CorpusParser],
+                     with_upos: bool = False):
         splits = {}
         for name, path in paths.items():
             sentences = read_conllu(path.resolve())
-            heads = None
+            heads = upos = None
             if parser is not None:
                 start = time.perf_counter()
-                heads = [s["head"] for batch in parser.parse_all([s["tokens"] for s in sentences]) for s in batch]
-                self.logger.info("parsed %d %s sentences for SLA in %.1f s", len(sentences), name, time.perf_counter() - start)
-            features = encode_words_batch(tokenizer, [s["tokens"] for s in sentences], max_length, heads, name=str(path.resolve()))
+                parsed = [s for batch in parser.parse_all([s["tokens"] for s in sentences]) for s in batch]
+                heads = [s["head"] for s in parsed]
+                # Syntax-guided attention embeds the parser's UPOS tags, never the gold ones.
+                upos = [s["upos"] for s in parsed] if with_upos else None
+                self.logger.info("parsed %d %s sentences for the encoder's attention in %.1f s", len(sentences), name,
+                                 time.perf_counter() - start)
+            features = encode_words_batch(tokenizer, [s["tokens"] for s in sentences], max_length, heads, name=str(path.resolve()),
+                                          upos=upos)
             splits[name] = Split(name, sentences, features, source=path)
         return splits
 
     def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device,
-                  checkpoint_every: int = 1) -> Path:
+                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None) -> Path:
         from models.biaffine_parser import BiaffineDependencyParser
 
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         if sla_parse not in SLA_PARSE_MODES:
             raise ValueError(f"sla_parse must be one of {SLA_PARSE_MODES}, got {sla_parse!r}")
         encoder, tokenizer = load_encoder(source, sla_parse)
+        if syntax_gat is not None:
+            if sla_parse != "parse":
+                raise ValueError("syntax_gat adds attention that reads the corpus parser's trees; it needs sla_parse='parse'")
+            torch.manual_seed(derived_seed(config.seed, "syntax-gat-init"))
+            encoder = add_syntax_gat(encoder, syntax_gat)
         needs_parse = attention_needs_parse(encoder.config)
         parser = None
         if needs_parse and sla_parse == "parse":
@@ -202,7 +222,8 @@ class FinetuneUdParser(Step):
                 )
             parser = CorpusParser(Path(corpus_parser))
         max_length = min(config.max_length, getattr(encoder.config, "max_position_embeddings", config.max_length))
-        splits = self._load_splits({"train": train, "dev": dev, "test": test}, tokenizer, max_length, parser)
+        splits = self._load_splits({"train": train, "dev": dev, "test": test}, tokenizer, max_length, parser,
+                                   with_upos=parser is not None and uses_upos(encoder.config))
         labels = sorted({label for s in splits["train"].sentences for label in s["deprel"]})
         label_index = {label: i for i, label in enumerate(labels)}
         splits["train"].label_ids = [[label_index[label] for label in s["deprel"]] for s in splits["train"].sentences]
@@ -258,7 +279,7 @@ class FinetuneUdParser(Step):
             "task": "ud_parsing", "primary_metric": "las", "seed": config.seed, "encoder": source,
             "encoder_config": {k: getattr(encoder.config, k, None) for k in
                                ("model_type", "syntax_attention", "hidden_size", "num_hidden_layers", "vocab_size")},
-            "sla_parse": (sla_parse if needs_parse else "n/a"),
+            "sla_parse": (sla_parse if needs_parse else "n/a"), "syntax_gat": syntax_gat,
             "training": asdict(config), "labels": labels,
             "sentences": {name: len(split) for name, split in splits.items()},
             "parameters": sum(p.numel() for p in model.parameters()),

@@ -15,6 +15,9 @@ word_count          (B,)         W of each row
 xpos                (B, W)       XPOS label id per word; -100 on padding, on tags outside the label
                                  set, and on silver rows unless ``xpos_from_silver_rows``
 tree_is_gold        (B,)         1 for treebank rows, 0 for parsed-corpus rows
+upos_ids            (B, T)       only for instances with ``upos`` (``keep_upos``): the word's UPOS id
+                                 (`models.attention.syntax_gat.UPOS_TAGS`) at each of its pieces,
+                                 0 at [CLS], [SEP] and padding
 ==================  ===========  ==================================================================
 
 T = longest row + 2, W = most words in a row. MLM masking is transformers'
@@ -100,7 +103,8 @@ class PretrainingCollator:
                 xpos[b, : len(ids_of_tags)] = torch.tensor(ids_of_tags, dtype=torch.long)
 
         corrupted, labels = self._mask(input_ids, seed)
-        return {
+        extra = {"upos_ids": self._upos_ids(instances, length)} if any("upos" in row for row in instances) else {}
+        return extra | {
             "input_ids": corrupted,
             "attention_mask": attention_mask,
             "token_type_ids": torch.zeros_like(input_ids),
@@ -111,6 +115,18 @@ class PretrainingCollator:
             "xpos": xpos,
             "tree_is_gold": tree_is_gold,
         }
+
+    @staticmethod
+    def _upos_ids(instances: Sequence[Instance], length: int) -> torch.Tensor:
+        from models.attention.syntax_gat import subword_upos_ids
+
+        upos_ids = torch.zeros(len(instances), length, dtype=torch.long)
+        for b, row in enumerate(instances):
+            if "upos" not in row:
+                raise ValueError(f"instance {b} has no UPOS tags while others in its batch do")
+            ids = subword_upos_ids(row["upos"], row["token_spans"][1:-1])
+            upos_ids[b, 1 : len(ids) + 1] = torch.tensor(ids, dtype=torch.long)
+        return upos_ids
 
     def _mask(self, input_ids: torch.Tensor, seed: Optional[int]):
         special = torch.isin(input_ids, self.special_ids)

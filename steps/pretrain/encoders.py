@@ -15,6 +15,10 @@ or ``"global"`` — run plain global attention. There is no silent fallback.
 
 `encode_words_batch` turns word lists into subword features with word spans (and subword trees
 for SLA), and `collate_word_features` pads them into tensors for `models.word_encoder.WordEncoder`.
+
+`add_syntax_gat` gives any BERT-family encoder syntax-guided attention at fine-tuning time (the
+seed-001 setting: "µB-M+G" rows; SPEC §I): a fresh GAT whose output enters every layer's first
+n_syn heads, trained with the task (and the structural-probe loss) on the corpus parser's trees.
 """
 from __future__ import annotations
 
@@ -58,6 +62,11 @@ def attention_needs_parse(config) -> bool:
     return variant_needs_parse(config)
 
 
+def uses_upos(config) -> bool:
+    """Whether an encoder with this config embeds UPOS tags (syntax-guided attention with gat_use_upos)."""
+    return getattr(config, "syntax_attention", None) == "syntax_gat" and getattr(config, "gat_use_upos", False)
+
+
 def load_encoder(source: Union[str, Path], sla_parse: str = "parse"):
     """(encoder model, tokenizer) for an encoder source. See the module docstring for ``sla_parse``."""
     import models  # noqa: F401  (registers model_type "microbert" with the Auto classes)
@@ -72,6 +81,33 @@ def load_encoder(source: Union[str, Path], sla_parse: str = "parse"):
         config.sla_without_parse = "global" if sla_parse == "global" else "error"
     model = AutoModel.from_pretrained(directory, config=config)
     return model, load_tokenizer(Path(directory)) if Path(directory).exists() else _hub_tokenizer(directory)
+
+
+def add_syntax_gat(encoder, fields: Dict[str, Any]):
+    """The encoder as a `MicroBertModel` with syntax-guided attention (``syntax_attention="syntax_gat"``):
+    its own weights copied, the GAT and fusion maps freshly initialised (from torch's global RNG,
+    so seed it first). ``fields``: ``gat_*`` settings of `MicroBertConfig` (δ, n_syn, fusion, sizes,
+    α = ``gat_probe_weight``, 0 for none). Only plain-attention ``bert``/``microbert`` encoders qualify."""
+    from models import MicroBertConfig, MicroBertModel
+    from models.attention import attention_variant
+
+    config = encoder.config
+    if config.model_type not in ("bert", "microbert") or attention_variant(getattr(config, "syntax_attention", None)) is not None:
+        raise ValueError(f"syntax-guided attention can be added to a plain-attention BERT encoder only, not a "
+                         f"{config.model_type!r} with attention {getattr(config, 'syntax_attention', None)!r}")
+    unknown = {key for key in fields if not key.startswith("gat_")} | (set(fields) - set(MicroBertConfig().to_dict()))
+    if unknown:
+        raise ValueError(f"syntax_gat settings must be gat_* fields of MicroBertConfig; unknown: {sorted(unknown)}")
+    values = {key: value for key, value in config.to_dict().items()
+              if key not in ("model_type", "architectures", "transformers_version", "auto_map")}
+    values.update(fields, syntax_attention="syntax_gat")
+    model = MicroBertModel(MicroBertConfig(**values))
+    own = {key: value for key, value in encoder.state_dict().items() if not key.startswith("pooler.")}
+    missing, unexpected = model.load_state_dict(own, strict=False)
+    missing = [key for key in missing if not key.startswith("attention_variant_module.")]
+    if missing or unexpected:
+        raise ValueError(f"cannot copy the encoder into a syntax-guided one: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    return model
 
 
 def _hub_tokenizer(name: str):
@@ -94,10 +130,12 @@ def encode_words_batch(
     max_length: int,
     heads: Optional[Sequence[Sequence[int]]] = None,
     name: str = "sentences",
+    upos: Optional[Sequence[Sequence[str]]] = None,
 ) -> List[Dict[str, Any]]:
     """Subword features for each sentence: ``input_ids`` ([CLS] … [SEP]), ``word_spans``
     (inclusive subword positions per word) and, given word-level ``heads``, the subword tree
-    ``subword_heads`` (positions 1..n; SPEC §A.7) that SLA encoders need.
+    ``subword_heads`` (positions 1..n; SPEC §A.7) that SLA encoders need; given word-level
+    ``upos`` tags, ``upos_ids`` per subword (syntax-guided attention).
 
     Every word keeps a span, because downstream labels are per word. A sentence whose subwords do
     not fit ``max_length`` keeps only each word's first piece (counted in the log); one that still
@@ -122,6 +160,10 @@ def encode_words_batch(
         feature: Dict[str, Any] = {"input_ids": ids, "word_spans": spans}
         if heads is not None:
             feature["subword_heads"], _ = expand_tree(spans, heads[number], ["_"] * len(spans))
+        if upos is not None:
+            from models.attention.syntax_gat import subword_upos_ids
+
+            feature["upos_ids"] = subword_upos_ids(upos[number], spans)
         features.append(feature)
     if shortened:
         logger.info("%s: %d of %d sentences too long for %d subwords kept only first pieces", name, shortened, len(sentences), max_length)
@@ -131,7 +173,8 @@ def encode_words_batch(
 def collate_word_features(features: Sequence[Dict[str, Any]], pad_id: int = 0) -> Dict[str, torch.Tensor]:
     """Pad a batch of `encode_words_batch` features: input_ids/attention_mask (B, T),
     word_spans (B, W, 2), word_mask (B, W), and heads (B, T) when trees are present
-    ([CLS], [SEP] and padding get NO_HEAD, as in pretraining)."""
+    ([CLS], [SEP] and padding get NO_HEAD, as in pretraining), and upos_ids (B, T) when tags are
+    present (0 at [CLS], [SEP] and padding)."""
     batch_size = len(features)
     length = max(len(f["input_ids"]) for f in features)
     words = max(len(f["word_spans"]) for f in features)
@@ -141,6 +184,7 @@ def collate_word_features(features: Sequence[Dict[str, Any]], pad_id: int = 0) -
     word_mask = torch.zeros(batch_size, words, dtype=torch.bool)
     has_trees = all("subword_heads" in f for f in features)
     heads = torch.full((batch_size, length), NO_HEAD, dtype=torch.long) if has_trees else None
+    upos_ids = torch.zeros(batch_size, length, dtype=torch.long) if all("upos_ids" in f for f in features) else None
     for b, feature in enumerate(features):
         ids = feature["input_ids"]
         input_ids[b, : len(ids)] = torch.tensor(ids)
@@ -150,9 +194,13 @@ def collate_word_features(features: Sequence[Dict[str, Any]], pad_id: int = 0) -
         word_mask[b, : len(spans)] = True
         if heads is not None:
             heads[b, 1 : len(ids) - 1] = torch.tensor(feature["subword_heads"])
+        if upos_ids is not None:
+            upos_ids[b, 1 : len(ids) - 1] = torch.tensor(feature["upos_ids"])
     batch = {"input_ids": input_ids, "attention_mask": attention_mask, "word_spans": word_spans, "word_mask": word_mask}
     if heads is not None:
         batch["heads"] = heads
+    if upos_ids is not None:
+        batch["upos_ids"] = upos_ids
     return batch
 
 
@@ -186,6 +234,6 @@ class RandomInitEncoder(Step):
 
 
 __all__ = [
-    "NO_HEAD", "RandomInitEncoder", "SLA_PARSE_MODES", "collate_word_features", "encode_words_batch",
-    "attention_needs_parse", "load_encoder", "resolve_encoder_dir",
+    "NO_HEAD", "RandomInitEncoder", "SLA_PARSE_MODES", "add_syntax_gat", "collate_word_features", "encode_words_batch",
+    "attention_needs_parse", "load_encoder", "resolve_encoder_dir", "uses_upos",
 ]
