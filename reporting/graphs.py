@@ -155,4 +155,16 @@ def cached_result(workspace_dir: Path, unique_id: str):
     metadata = directory / LocalStepCache.METADATA_FILE_NAME
     if not metadata.exists():
         return None
-    return CacheMetadata.from_params(Params.from_file(metadata)).format.read(directory)
+    from steps.common.formats import DamagedCacheEntry
+
+    try:
+        return CacheMetadata.from_params(Params.from_file(metadata)).format.read(directory)
+    except DamagedCacheEntry:
+        raise
+    except Exception as error:  # a deleted or cut-short result file: say which entry, never guess
+        reason = str(error).splitlines()[0] if str(error) else ""
+        files = ", ".join(sorted(p.name for p in Path(directory).iterdir()
+                                 if p.name not in ("lock", "work", "cache-metadata.json"))) or "none"
+        raise DamagedCacheEntry(f"{directory}: damaged cache entry, its result cannot be read "
+                                f"({type(error).__name__}: {reason}; files: {files}); delete this folder and run again "
+                                f"to recompute it") from error

@@ -36,6 +36,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from reporting.graphs import FileGraph, cached_result, display_path, load_graphs
 from reporting.languages import short_title
 from reporting.significance import Difference, paired_difference
+from steps.common.formats import DamagedCacheEntry
 from steps.evaluate.scoring import format_mean_sd
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class Cell:
     result: Optional[dict] = None
     experiments: List[str] = field(default_factory=list)
     recorded: bool = False  # the result is the committed record's (docs/tables), not this cache's
+    damaged: Optional[str] = None  # why the cached entry could not be used (shown as "—", reported)
 
     @property
     def mean(self) -> Optional[float]:
@@ -103,8 +105,31 @@ def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path,
             cell = cells.setdefault(key, Cell(*key))
             cell.experiments.append(graph.path)
             if cell.result is None:
-                cell.result = cached_result(workspace_dir, found["unique_id"])
+                try:
+                    cell.result = checked_aggregate(cached_result(workspace_dir, found["unique_id"]),
+                                                    Path(workspace_dir) / "cache" / found["unique_id"])
+                    cell.damaged = None
+                except DamagedCacheEntry as error:
+                    cell.damaged = str(error)
     return list(cells.values()), problems
+
+
+def checked_aggregate(result: Optional[dict], entry: Path) -> Optional[dict]:
+    """An aggregate_cell result as the tables use it, or DamagedCacheEntry: a table never shows a
+    number from an entry that does not hold what aggregate_cell writes."""
+    if result is None:
+        return None
+    try:
+        n, seeds, test = result["n"], result["seeds"], result["test"]
+        values, mean = test["values"], test["mean"]
+        sound = (isinstance(n, int) and n == len(seeds) >= 1 and all(isinstance(v, (int, float)) for v in values)
+                 and (mean is None if not values else isinstance(mean, (int, float)) and abs(statistics.fmean(values) - mean) < 1e-9))
+    except (KeyError, TypeError):
+        sound = False
+    if not sound:
+        raise DamagedCacheEntry(f"{entry}: damaged cache entry, not an aggregate_cell result; "
+                                f"delete this folder and run again to recompute it")
+    return result
 
 
 def _mean_of(values: Iterable[Optional[float]]) -> Optional[float]:
@@ -113,6 +138,8 @@ def _mean_of(values: Iterable[Optional[float]]) -> Optional[float]:
 
 
 def _cell_text(cell: Optional[Cell], mark_recorded: bool = True) -> str:
+    if cell is not None and cell.damaged:
+        return "damaged"
     if cell is None or cell.result is None:
         return "—"
     test = cell.result["test"]
@@ -198,6 +225,10 @@ def to_markdown(title: str, columns, table_rows) -> str:
     notes = [f"{_note_mark(c)} {short_title(c)}: {_table_note(c)}." for c in columns if _table_note(c)]
     if with_record:
         notes.append("ours: this workspace's cache; docs: the committed record (docs/tables); paper: the published value.")
+    if any(e.text == "—" for _, entries in table_rows for e in entries):
+        notes.append("— not in this cache (not run yet, or run with another config).")
+    if any(e.text == "damaged" for _, entries in table_rows for e in entries):
+        notes.append("damaged: the cache entry exists but its result cannot be read; see the command's output.")
     if any("†" in e.text for _, entries in table_rows for e in entries):
         notes.append("† not in the cache that wrote this table: the committed record's value, kept.")
     text = "\n".join(lines) + "\n" + ("\n" + " ".join(notes) + "\n" if notes else "")
@@ -263,7 +294,7 @@ def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -
             writer.writerow([table, scale, row, column, number(entry.mean), number(result["test"]["sd"] if result else None),
                              " ".join(map(str, result["seeds"])) if result else "", "" if entry.paper is None else entry.paper,
                              " ".join(f"{v:.4f}" for v in result["test"].get("values") or []) if result else "",
-                             ("record" if cell.recorded else "cache") if result else "",
+                             ("record" if cell.recorded else "cache") if result else ("damaged" if cell and cell.damaged else ""),
                              number(delta.mean if delta else None), number(delta.half_width if delta else None),
                              delta.n if delta and delta.mean is not None else "", delta.note if delta else ""])
     return out.getvalue()
@@ -433,7 +464,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         written = write_tables(merge_record(cells, record), out, args.scale)
     else:
         written = write_tables(cells, out, args.scale or sorted({c.scale for c in cells + record}), record)
-    print(f"{len(files)} experiment files, {len(cells)} table cells, {len(cached)} cached")
+    damaged = [c for c in cells if c.damaged]
+    print(f"{len(files)} experiment files, {len(cells)} table cells: {len(cached)} cached, "
+          f"{len(cells) - len(cached) - len(damaged)} not cached (shown as —), {len(damaged)} damaged")
+    for cell in damaged:
+        print(f"  damaged: {cell.scale} {cell.table} {_row_title(cell.row)} {cell.column}: {cell.damaged}", file=sys.stderr)
     for cell in sorted(cached, key=lambda c: (c.scale, c.table, c.row, c.column)):
         print(f"  {cell.scale:6} {cell.table:30} {_row_title(cell.row):14} {cell.column:14} {format_mean_sd(cell.mean, cell.result['test']['sd'], cell.result['n'])}")
     for scale, paths in written.items():

@@ -1,7 +1,17 @@
 """Small compatibility shims for the pinned Tango 1.3.2, applied when ``steps`` is imported."""
 from __future__ import annotations
 
-from tango.step_info import GitMetadata
+from pathlib import Path
+
+from sqlitedict import SqliteDict
+from tango.common.exceptions import StepStateError
+from tango.common.file_lock import FileLock
+from tango.common.util import utc_now_datetime
+from tango.step_info import GitMetadata, StepInfo, StepState
+from tango.step_caches import LocalStepCache
+from tango.workspaces import LocalWorkspace
+
+from steps.common.formats import DamagedCacheEntry
 
 
 def _git_metadata_tolerating_no_remote(cls):
@@ -21,3 +31,68 @@ def _git_metadata_tolerating_no_remote(cls):
 # EnvironmentMetadata's dataclass field captured the classmethod itself as its default factory,
 # so replacing the attribute is not enough: swap the code of the function it wraps.
 GitMetadata.check_for_repo.__func__.__code__ = _git_metadata_tolerating_no_remote.__code__
+
+
+def _step_starting_after_other_runs(self, step) -> None:
+    """LocalWorkspace.step_starting that waits for a step another run is computing, then reuses it.
+
+    Tango 1.3.2 reads the step's state *before* taking the step's lock (``<cache>/<id>/lock``), so
+    a second ``tango run`` reaching a step that a first run is computing fails it with
+    "unexpected state 'running'" and skips everything downstream; and two runs that both see it
+    incomplete both compute it, the second then failing to write over the first's cache entry.
+    Here the lock comes first: the second run waits for it, and if the entry is complete by then
+    it raises StepStateError(COMPLETED), which ``Step.result()`` already answers by reading the
+    cache. The state record is read directly once the lock is held: ``step_info()`` would take our
+    own lock for another process's and call the record out of sync.
+    """
+    if not step.cache_results:
+        return
+    lock = FileLock(self._step_lock_file(step), read_only_ok=True)
+    lock.acquire_with_updates(desc=f"waiting for another run's '{step.name}'")
+    try:
+        if step in self.step_cache:
+            raise StepStateError(step, StepState.COMPLETED, "(computed by another run while this one waited)")
+        with SqliteDict(self.step_info_file) as records:
+            try:
+                step_info = records[step.unique_id]
+            except KeyError:
+                step_info = StepInfo.new_from_step(step)
+            if step_info.state == StepState.FAILED:
+                step_info.refresh()
+            # Holding the lock, any "running" record is a killed run's: start afresh.
+            step_info.start_time = utc_now_datetime()
+            step_info.end_time = None
+            step_info.error = None
+            step_info.result_location = None
+            records[step.unique_id] = step_info
+            records.commit()
+    except BaseException:
+        lock.release()
+        raise
+    self.locks[step] = lock
+
+
+STOCK_STEP_STARTING = LocalWorkspace.step_starting  # kept for benchmarks/concurrency.py's stock-Tango case
+LocalWorkspace.step_starting = _step_starting_after_other_runs
+
+
+_stock_cache_getitem = LocalStepCache.__getitem__
+
+
+def _cache_getitem_naming_damaged_entries(self, step):
+    """A complete-looking entry whose result cannot be read (a deleted data.dill.gz, a truncated
+    data.json) fails in one line naming the entry folder, not in a deep decoder traceback."""
+    try:
+        return _stock_cache_getitem(self, step)
+    except (KeyError, DamagedCacheEntry):
+        raise
+    except Exception as error:
+        reason = str(error).splitlines()[0] if str(error) else ""
+        files = ", ".join(sorted(p.name for p in Path(self.step_dir(step)).iterdir()
+                                 if p.name not in ("lock", "work", "cache-metadata.json"))) or "none"
+        raise DamagedCacheEntry(f"{self.step_dir(step)}: damaged cache entry, its result cannot be read "
+                                f"({type(error).__name__}: {reason}; files: {files}); delete this folder and run again "
+                                f"to recompute it") from error
+
+
+LocalStepCache.__getitem__ = _cache_getitem_naming_damaged_entries
