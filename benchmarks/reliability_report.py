@@ -163,7 +163,8 @@ SECURITY = [
     "- Checkpoints (pretraining, fine-tuning, parse chunks) load with `torch.load(..., weights_only=True)`; exported "
     "encoders are safetensors only (`tests/test_trust.py`).",
     "- Nothing executes code from a data file (no eval/exec/pickle of data files), and nothing fetches from the network "
-    "at run time: Stanza loads with `download_method=None`, models are trained or built locally, and no config names a URL.",
+    "at run time unless a config names a URL or a hub model name (the mBERT rows; `HF_HUB_OFFLINE=1` forbids that): "
+    "Stanza loads with `download_method=None`, and parsers, tokenizers and encoders are trained or built locally.",
     "",
 ]
 
