@@ -18,6 +18,9 @@ survived, step kinds covered, runs equal to the clean run, complete entries whos
 or different (target 0), and runs that needed a manual step (a `tango run` that failed by itself
 and kept failing; target 0).
 
+``--compare-only`` recomputes the comparison and the record from the trials already in ``--work``
+(a trial stopped for time counts as unfinished: its complete entries are still compared).
+
 ``--quick``: one trial, one kill per step, the first kill probability 1 (a few minutes more than
 one clean run). ``--clean-workspace DIR`` reuses an uninterrupted run's workspace of the same
 experiment instead of running it again.
@@ -134,8 +137,9 @@ class Attempt:
 
 def run_trial(experiment: Path, workspace: Path, logs: Path, kinds: Dict[str, str], clean: Dict[str, float],
               rng: random.Random, kills_per_step: int, kill_probability: float, long_step_seconds: float,
-              long_step_kills: int) -> Dict[str, Any]:
-    """Kill-and-repeat until a run finishes; returns the kill points and run counts."""
+              long_step_kills: int, progress: Path) -> Dict[str, Any]:
+    """Kill-and-repeat until a run finishes; returns the kill points and run counts (also saved to
+    ``progress`` after every run, so a benchmark stopped for time keeps its kill points)."""
     kills: List[Dict[str, Any]] = []
     killed_per_step: Dict[str, int] = {}
     unkilled_failures = runs = 0
@@ -170,6 +174,8 @@ def run_trial(experiment: Path, workspace: Path, logs: Path, kinds: Dict[str, st
                 outcome = attempt.finish()
             else:
                 time.sleep(0.2)
+        progress.write_text(json.dumps({"kills": kills, "runs": runs, "finished": outcome == 0,
+                                        "unkilled_failures": unkilled_failures + (outcome not in (0, "killed"))}, indent=2))
         if outcome == 0:
             break
         if outcome != "killed":
@@ -312,8 +318,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             logs.mkdir(exist_ok=True)
             print(f"trial {number} in {trial_ws}", flush=True)
             outcome = run_trial(experiment, trial_ws, logs, kinds, clean, rng, args.kills_per_step, args.kill_probability,
-                                args.long_step_seconds, args.long_step_kills)
-            saved.write_text(json.dumps(outcome, indent=2))
+                                args.long_step_seconds, args.long_step_kills, saved)
         comparison = compare_workspaces(trial_ws, clean_ws)
         outcome.update(comparison)
         outcome["equal_to_clean"] = outcome["finished"] and not comparison["differing_entries"] and \
@@ -327,10 +332,16 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         "kill_points": len(kills),
         "kill_points_survived": sum(len(t["kills"]) for t in trials if t["equal_to_clean"]),
         "step_kinds_killed": sorted({kill["kind"] for kill in kills}),
+        # Kills after which the same `tango run` went on by itself, with every complete entry equal
+        # to the clean run's (counts an unfinished trial's kills whose rerun has started).
+        "kill_points_recovered": sum(1 for t in trials if not t["differing_entries"] and not t["unkilled_failures"]
+                                     for kill in t["kills"] if kill["run"] < t["runs"] or t["finished"]),
         "trials": len(trials),
         "trials_equal_to_clean": sum(t["equal_to_clean"] for t in trials),
         "complete_entries_wrong_or_missing": sum(len(t["differing_entries"]) for t in trials),
-        "runs_needing_a_manual_step": sum(not t["finished"] for t in trials),
+        # A trial whose own runs kept failing (not one stopped for time: see "unfinished_trials").
+        "runs_needing_a_manual_step": sum(t["unkilled_failures"] >= MAX_UNKILLED_FAILURES for t in trials),
+        "unfinished_trials": sum(not t["finished"] for t in trials),
         "runs_failing_by_themselves": sum(t["unkilled_failures"] for t in trials),
         "tango_runs": sum(t["runs"] for t in trials),
     }

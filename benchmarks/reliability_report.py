@@ -107,6 +107,9 @@ def faults_section(faults: Optional[Dict[str, Any]]) -> List[str]:
         "| figure | value |", "|---|---|",
         f"| kill points | {s['kill_points']} |",
         f"| kill points survived (trial finished, every entry equal to the clean run) | {s['kill_points_survived']} |",
+        f"| kill points recovered (the repeated run went on by itself, complete entries equal so far) | "
+        f"{s.get('kill_points_recovered', s['kill_points_survived'])} |",
+        f"| trials stopped for time before finishing | {s.get('unfinished_trials', 0)} |",
         f"| step kinds killed | {len(s['step_kinds_killed'])}: {', '.join(s['step_kinds_killed'])} |",
         f"| trials (fresh workspaces) equal to the clean run | {s['trials_equal_to_clean']} of {s['trials']} |",
         f"| `tango run` invocations | {s['tango_runs']} |",
@@ -186,7 +189,9 @@ def main(argv: Optional[List[str]] = None) -> str:
         s = faults["summary"]
         lines += [f"In short: {s['kill_points_survived']} of {s['kill_points']} kill points survived over "
                   f"{len(s['step_kinds_killed'])} step kinds; {s['complete_entries_wrong_or_missing']} complete cache "
-                  f"entries missing or wrong; {s['runs_needing_a_manual_step']} runs needed a manual step.", ""]
+                  f"entries missing or wrong; {s['runs_needing_a_manual_step']} runs needed a manual step"
+                  + (f"; {s['unfinished_trials']} trial(s) stopped for time before finishing (their complete entries "
+                     f"compared)" if s.get("unfinished_trials") else "") + ".", ""]
     lines += faults_section(faults) + concurrency_section() + bad_input_section(items, cases, outcome) + SECURITY
     text = "\n".join(lines).rstrip() + "\n"
     args.output.write_text(text)
