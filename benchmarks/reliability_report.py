@@ -95,6 +95,8 @@ def faults_section(faults: Optional[Dict[str, Any]]) -> List[str]:
     if faults is None:
         return lines + ["Not measured yet (no docs/benchmarks/faults.json): `python -m benchmarks.faults`.", ""]
     s = faults["summary"]
+    if faults.get("note"):
+        lines += [f"**{faults['note']}**", ""]
     lines += [
         f"`{faults['command']}` on `{faults['experiment']}` (seed {faults['seed']}, {faults['date']}, "
         f"{faults['wall_minutes']} min): each step, when it starts, is killed (SIGKILL to the whole `tango run` process "
