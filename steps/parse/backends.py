@@ -11,11 +11,21 @@ predicted tags. Two backends:
 Each is a registered :class:`CorpusParserBackend` (configs name it: ``backend: "stanza"``);
 :class:`CorpusParser` loads a trained directory with its backend and parses pretokenized
 sentences in batches.
+
+Kill and resume: training runs in phases (Stanza: the tagger, then the parser; UDPipe: one
+phase), each recorded in a :class:`~steps.common.checkpoints.PhaseLog` once its model is on disk.
+A resumed run skips recorded phases and redoes the interrupted one from its start. Mid-phase
+resume is not offered: Stanza's tagger cannot resume, and Stanza's parser can continue from its
+own checkpoint but restores neither its data order nor its RNG streams, so the result would
+differ from an uninterrupted run; UDPipe trains in one library call. Redoing the phase keeps the
+result bit-identical on CPU (Stanza reseeds at the start of each phase) and costs at most one
+phase of training.
 """
 from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -24,9 +34,22 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from tango.common import FromParams, Registrable
 
+from steps.common.checkpoints import PhaseLog, SimulatedCrash
 from steps.data.readers import Sentence, read_conllu, write_conllu
 
 logger = logging.getLogger(__name__)
+
+# Test hook: raise `SimulatedCrash` right after the named training phase is recorded ("tagger",
+# "parser" or "udpipe"), as if the process had been killed there.
+CRASH_AFTER_PHASE_ENV = "SIB_CORPUS_PARSER_CRASH_AFTER_PHASE"
+
+
+def _phase_done(phases: Optional[PhaseLog], phase: str, info: Dict[str, Any]) -> None:
+    if phases is not None:
+        phases.record(phase, info)
+    if os.environ.get(CRASH_AFTER_PHASE_ENV) == phase:
+        raise SimulatedCrash(f"{CRASH_AFTER_PHASE_ENV}={phase}: stopping after the {phase} phase")
+
 
 # Gold UPOS tags excluded from attachment scores, as in the paper's evaluation (SPEC §H).
 PUNCTUATION_UPOS = frozenset({"PUNCT", "SYM"})
@@ -142,8 +165,10 @@ class CorpusParserBackend(Registrable):
     uses_word_vectors = False  # whether train() takes the corpus word vectors
 
     def train(self, directory: Path, language, train: Path, dev: Path, budget: ParserBudget,
-              word_vectors: Optional[Path]) -> Dict[str, float]:
-        """Train into ``directory`` from normalised CoNLL-U files; return timings."""
+              word_vectors: Optional[Path], phases: Optional[PhaseLog] = None) -> Dict[str, float]:
+        """Train into ``directory`` from normalised CoNLL-U files; return timings. With ``phases``,
+        skip the phases it records as done (their models are in ``directory``) and record each
+        phase as it finishes."""
         raise NotImplementedError
 
     def load(self, directory: Path, info: Dict[str, Any]) -> Any:
@@ -161,8 +186,9 @@ class StanzaBackend(CorpusParserBackend):
 
     uses_word_vectors = True
 
-    def train(self, directory, language, train, dev, budget, word_vectors):
-        timings = train_stanza(directory, language.stanza_code, language.treebank, train, dev, budget, word_vectors=word_vectors)
+    def train(self, directory, language, train, dev, budget, word_vectors, phases=None):
+        timings = train_stanza(directory, language.stanza_code, language.treebank, train, dev, budget,
+                               word_vectors=word_vectors, phases=phases)
         shutil.rmtree(directory / "scratch", ignore_errors=True)
         return timings
 
@@ -220,8 +246,13 @@ class StanzaBackend(CorpusParserBackend):
 class UDPipeBackend(CorpusParserBackend):
     """UDPipe 1 (``ufal.udpipe``), the classical baseline; ignores word vectors."""
 
-    def train(self, directory, language, train, dev, budget, word_vectors):
-        return train_udpipe(directory, train, dev, budget)
+    def train(self, directory, language, train, dev, budget, word_vectors, phases=None):
+        if phases is not None and "udpipe" in phases and (directory / "udpipe.model").exists():
+            logger.info("UDPipe model already trained (resumed run)")
+            return dict(phases.get("udpipe"))
+        timings = train_udpipe(directory, train, dev, budget)
+        _phase_done(phases, "udpipe", timings)
+        return timings
 
     def load(self, directory, info):
         from ufal.udpipe import Model
@@ -384,9 +415,13 @@ def parser_optimizer_args(budget: ParserBudget) -> List[str]:
 
 def train_stanza(
     directory: Path, stanza_code: str, shorthand: str, train: Path, dev: Path, budget: ParserBudget,
-    word_vectors: Optional[Path] = None,
+    word_vectors: Optional[Path] = None, phases: Optional[PhaseLog] = None,
 ) -> Dict[str, float]:
-    """Train Stanza's tagger, then its parser (on gold tags, as Stanza does); return seconds spent."""
+    """Train Stanza's tagger, then its parser (on gold tags, as Stanza does); return seconds spent.
+
+    With ``phases``, a phase recorded as done is skipped (its timings come from the record) and an
+    unrecorded one starts afresh: its model and Stanza's own parser checkpoint are deleted first,
+    since Stanza's parser would otherwise continue from that checkpoint with another data order."""
     from stanza.models import parser as stanza_parser
     from stanza.models import tagger as stanza_tagger
 
@@ -406,17 +441,29 @@ def train_stanza(
                 "--char_hidden_dim", str(budget.char_hidden_dim), "--word_emb_dim", str(budget.word_emb_dim),
                 "--deep_biaff_hidden_dim", str(biaffine_dim), "--batch_size", str(batch_size)]
 
-    timings = {}
+    timings: Dict[str, float] = {}
     start = time.perf_counter()
     tagger_train, tagger_dev = train, dev
     if budget.tagger_tags == "upos":
         tagger_train = blank_columns(train, scratch / "tagger_train.conllu", ("xpos", "feats"))
         tagger_dev = blank_columns(dev, scratch / "tagger_gold_dev.conllu", ("xpos", "feats"))
-    stanza_tagger.main(common + model_args("tagger", budget.tagger_steps, budget.tagger_hidden_dim,
-                                           budget.tagger_biaffine_dim, budget.tagger_batch_size,
-                                           train=tagger_train, dev=tagger_dev)
-                       + ["--composite_deep_biaff_hidden_dim", str(budget.tagger_composite_biaffine_dim)])
-    timings["tagger_seconds"] = time.perf_counter() - start
+    if phases is not None and "tagger" in phases and (directory / "tagger.pt").exists():
+        logger.info("Stanza tagger already trained (resumed run): skipping to the parser")
+        timings.update(phases.get("tagger"))
+    else:
+        (directory / "tagger.pt").unlink(missing_ok=True)
+        stanza_tagger.main(common + model_args("tagger", budget.tagger_steps, budget.tagger_hidden_dim,
+                                               budget.tagger_biaffine_dim, budget.tagger_batch_size,
+                                               train=tagger_train, dev=tagger_dev)
+                           + ["--composite_deep_biaff_hidden_dim", str(budget.tagger_composite_biaffine_dim)])
+        timings["tagger_seconds"] = time.perf_counter() - start
+        _phase_done(phases, "tagger", timings)
+    if phases is not None and "parser" in phases and (directory / "parser.pt").exists():
+        logger.info("Stanza parser already trained (resumed run)")
+        timings.update(phases.get("parser"))
+        return timings
+    for stale in ("parser.pt", "parser_checkpoint.pt"):
+        (directory / stale).unlink(missing_ok=True)
     start = time.perf_counter()
     parser_train, parser_dev = train, dev
     if budget.parser_training_tags == "tagger_dev_confusion":
@@ -438,6 +485,7 @@ def train_stanza(
                        + ([] if budget.parser_uses_feats else ["--no_ufeats"])
                        + parser_optimizer_args(budget))
     timings["parser_seconds"] = time.perf_counter() - start
+    _phase_done(phases, "parser", {key: value for key, value in timings.items() if key != "tagger_seconds"})
     return timings
 
 
@@ -488,6 +536,6 @@ def evaluate_parser(parser: CorpusParser, gold: Sequence[Sentence], prediction_f
 
 
 __all__ = [
-    "CorpusParser", "CorpusParserBackend", "ParserBudget", "StanzaBackend", "UDPipeBackend", "parser_backend", "attachment_scores", "evaluate_parser", "read_conllu",
+    "CRASH_AFTER_PHASE_ENV", "CorpusParser", "CorpusParserBackend", "ParserBudget", "StanzaBackend", "UDPipeBackend", "parser_backend", "attachment_scores", "evaluate_parser", "read_conllu",
     "train_stanza", "train_udpipe",
 ]

@@ -6,25 +6,39 @@
                                         build_pretraining_data (trees for P, T, SLA)
 
 Every condition of a language shares one parser and one parse through the cache.
+
+Both steps survive a kill: repeating the same ``tango run`` resumes from what their Tango work
+dir (kept for an unfinished step) holds. ``train_corpus_parser`` skips the training phases it
+recorded as finished (Stanza: tagger, parser; see :mod:`steps.parse.backends` for why an
+interrupted phase restarts from its beginning); ``parse_corpus`` keeps every parsed batch as an
+atomically written chunk and parses only the missing ones. On CPU the resumed result equals an
+uninterrupted run's (timings aside): tests/test_corpus_parser_resume.py.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import torch
 from tango import Step
 from tango.common import Tqdm
 from tango.format import DillFormat
 
+from steps.common.checkpoints import PhaseLog, SimulatedCrash, save_atomically
 from steps.common.data_root import DataPath, normalised_copy
 from steps.common.formats import DirectoryFormat
 from steps.data.languages import get_language
 from steps.data.readers import read_conllu
 from steps.data.word_vectors import VECTORS_FILE
 from steps.parse.backends import CorpusParser, ParserBudget, evaluate_parser, parser_backend
+
+# Test hook: raise `SimulatedCrash` right after parse_corpus has saved its N-th batch (counted over
+# train then dev), as if the process had been killed there.
+PARSE_CRASH_AFTER_BATCH_ENV = "SIB_PARSE_CRASH_AFTER_BATCH"
 
 
 @Step.register("train_corpus_parser")
@@ -62,14 +76,21 @@ class TrainCorpusParser(Step):
         normalised.mkdir(parents=True, exist_ok=True)
         train_file, dev_file = (normalised_copy(splits[name][0], normalised / f"{name}.conllu") for name in ("train", "dev"))
         out = self.work_dir / "parser"
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
+        # The phases a killed run finished are kept (their models are in `out`); without a
+        # record, whatever `out` holds is from an unrecorded phase and is started afresh.
+        phases = PhaseLog(self.work_dir / "phases.json")
+        if phases.phases:
+            self.logger.info("resuming the corpus parser: phases %s already done", ", ".join(phases.phases))
+        else:
+            shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True, exist_ok=True)
         vectors_name = None
         if word_vectors is not None and parser_kind.uses_word_vectors:
             # Copied in, so the parser directory is self-contained for CorpusParser.
             vectors_name = "word_vectors.pt"
             shutil.copy(Path(word_vectors) / VECTORS_FILE, out / vectors_name)
-        timings = parser_kind.train(out, lang, train_file, dev_file, budget, out / vectors_name if vectors_name else None)
+        timings = parser_kind.train(out, lang, train_file, dev_file, budget, out / vectors_name if vectors_name else None,
+                                    phases=phases)
         info = {"backend": backend, "language": language, "stanza_code": lang.stanza_code, "word_vectors": vectors_name,
                 "budget": vars(budget), "timings": timings, "metrics": {}}
         (out / "parser.json").write_text(json.dumps(info, indent=2))
@@ -82,6 +103,8 @@ class TrainCorpusParser(Step):
         info["timings"]["training_minutes"] = (timings["tagger_seconds"] + timings["parser_seconds"]) / 60
         (out / "parser.json").write_text(json.dumps(info, indent=2))
         self.logger.info("corpus parser %s/%s: %s", language, backend, json.dumps(info["metrics"]))
+        # The phase record stays: killed while Tango copies `out` into the cache, a rerun only
+        # re-scores the kept models.
         return out
 
 
@@ -101,18 +124,37 @@ class ParseCorpus(Step):
     def run(self, corpus: Dict[str, Any], parser: Path, batch_size: int = 256) -> Dict[str, Any]:  # type: ignore[override]
         corpus_parser = CorpusParser(parser)
         result: Dict[str, Any] = {"stats": {}}
+        # One chunk file per parsed batch: a resumed run loads them and parses only the rest. A
+        # batch's parse depends on its sentences alone, so the result equals an uninterrupted run's.
+        chunks = self.work_dir / "parsed"
+        chunks.mkdir(parents=True, exist_ok=True)
+        crash_after = int(os.environ[PARSE_CRASH_AFTER_BATCH_ENV]) if os.environ.get(PARSE_CRASH_AFTER_BATCH_ENV) else None
+        saved_batches = 0
         for split in ("train", "dev"):
             sentences = corpus[split]
             parsed: List[Dict[str, list]] = []
             start = time.perf_counter()
-            batches = corpus_parser.parse_all(sentences, batch_size)
-            progress = Tqdm.tqdm(batches, desc=f"parsing {split}", total=-(-len(sentences) // batch_size))
-            for batch in progress:
+            starts = range(0, len(sentences), batch_size)
+            resumed = 0
+            for index in Tqdm.tqdm(starts, desc=f"parsing {split}", total=len(starts)):
+                chunk = chunks / f"{split}-{index // batch_size:06d}.pt"
+                if chunk.exists():
+                    batch = torch.load(chunk, weights_only=True)
+                    resumed += 1
+                else:
+                    batch = corpus_parser.parse(sentences[index : index + batch_size])
+                    save_atomically(batch, chunk)
+                    saved_batches += 1
+                    if crash_after is not None and saved_batches == crash_after:
+                        raise SimulatedCrash(f"{PARSE_CRASH_AFTER_BATCH_ENV}={crash_after}: stopping after batch {saved_batches}")
                 parsed.extend(batch)
+            if resumed:
+                self.logger.info("resumed %s: %d of %d batches parsed before", split, resumed, len(starts))
             seconds = time.perf_counter() - start
             result[split] = parsed
             result["stats"][f"{split}_sentences_per_second"] = len(sentences) / max(seconds, 1e-9)
             result["stats"][f"{split}_tokens_per_second"] = sum(len(s) for s in sentences) / max(seconds, 1e-9)
             self.logger.info("parsed %d %s sentences in %.1f s (%.1f sentences/s)", len(sentences), split, seconds, len(sentences) / max(seconds, 1e-9))
         result["stats"]["parser"] = corpus_parser.info["backend"]
+        shutil.rmtree(chunks)  # the result holds them all now
         return result
