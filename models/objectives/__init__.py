@@ -1,6 +1,6 @@
 """Pretraining objectives: a registry letter (M, X, P, T) → objective class (see `base`).
 
-Registration order (M, X, P, T) is the order losses are computed and summed in.
+Registration order (M, X, P, T, then C, H) is the order losses are computed and summed in.
 """
 
 from .base import (
@@ -12,6 +12,8 @@ from .base import (
     ObjectiveInputs,
     ObjectiveLoss,
     PretrainingObjective,
+    check_objectives,
+    objective_sizes,
     objectives_for,
     register_objective,
 )
@@ -28,10 +30,14 @@ from .synclm import (  # noqa: E402  (registers P, T)
     tree_similarity,
 )
 
+# After P and T: new objectives register last so the paper conditions' loss order never changes.
+from .limited_context import LimitedContextMLM, limited_context_windows  # noqa: E402  (registers C)
+
 __all__ = [
     "DEV_AVERAGES", "OBJECTIVES", "PER_BATCH", "PER_LABELLED_ROW", "PER_MASKED_TOKEN",
     "MaskedLanguageModelling", "MicroBertMLMHead", "MicroBertXposHead", "ObjectiveInputs", "ObjectiveLoss",
     "PhraseContrastive", "PretrainingObjective", "ScalarMix", "TreeContrastive", "XposTagging",
     "info_nce_loss", "masked_jsd", "mean_pool_words", "objectives_for", "phrase_loss", "phrase_similarity",
-    "register_objective", "sequence_cross_entropy", "tree_loss", "tree_similarity",
+    "register_objective", "sequence_cross_entropy", "check_objectives", "objective_sizes",
+    "LimitedContextMLM", "limited_context_windows", "tree_loss", "tree_similarity",
 ]

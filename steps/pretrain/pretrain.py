@@ -454,6 +454,11 @@ class PretrainMicrobert(Step):
         shutil.rmtree(out, ignore_errors=True)
         encoder_dir = out / "encoder"
         model.cpu().export_encoder(encoder_dir)
+        # The MLM head too (the word embeddings it is tied to are in the encoder), for the MLM-accuracy
+        # evaluation (steps/evaluate/mlm_accuracy.py); an extra file, the encoder is unchanged.
+        from safetensors.torch import save_file
+
+        save_file({name: value.contiguous() for name, value in model.mlm_head.state_dict().items()}, str(out / "mlm_head.safetensors"))
         for file in tokenizer_dir.iterdir():
             if file.is_file() and file.name != "config.json":
                 shutil.copy2(file, encoder_dir / file.name)
