@@ -232,7 +232,7 @@ local pronto_tables = {
   //
   // `seed` seeds pretraining; `seeds` are the fine-tuning seeds of each cell (mean ± sd over them).
   experiment(language, condition, scale, seed=42, parser_backend="stanza", seeds=[seed], pronto_data=null, pronto_missing_train=[])::
-    assert std.member($.conditions, condition) : "unknown condition " + condition + "; known: " + std.join(", ", $.conditions);
+    assert std.member($.conditions + $.related_conditions, condition) : "unknown condition " + condition + "; known: " + std.join(", ", $.conditions);
     local s = scales[scale];
     {
       steps: $.data_steps(language, scale, parser_backend) + {
@@ -265,6 +265,52 @@ local pronto_tables = {
         },
       } + $.evaluation_steps(language, scale, ref("random_encoder"), "random-init" + (if condition == "M" then "" else " " + condition),
                              seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train, pretrained=false),
+    },
+
+  // The related-biases table (issue 18): `condition` (a `related` condition of conditions.libsonnet,
+  // or "M", or "random-init") with 3 fine-tuning seeds, its UD LAS and NER F1 filed under tables
+  // related:ud / related:ner, and, for pretrained encoders, the MLM accuracy of Edman et al. (one
+  // token masked at a time on the first 100 UD dev sentences; overall, 5 frequency bins, word
+  // completion) under mlm:<metric>. The pretraining and the seed-42 fine-tuning steps are those of
+  // the Table 2/3 cell of the same condition, so they are shared through the cache.
+  related_conditions: (import "conditions.libsonnet").related,
+  related_experiment(language, condition, scale, seeds=[42, 43, 44])::
+    assert condition == "M" || condition == "random-init" || std.member($.related_conditions, condition) :
+      "unknown related condition " + condition + "; known: M, random-init, " + std.join(", ", $.related_conditions);
+    local base = if condition == "random-init" then $.random_init_experiment(language, scale, seeds=seeds)
+                 else $.experiment(language, condition, scale, seeds=seeds);
+    local retitle(steps) = {
+      [name]: steps[name] + (if steps[name].type == "score_cell" then
+        { table: { table2: "related:ud", table3: "related:ner" }[steps[name].table] } else {})
+      for name in std.objectFields(steps)
+    };
+    local mlm_metrics = ["accuracy", "bin1", "bin2", "bin3", "bin4", "bin5", "word_completion"];
+    {
+      steps: retitle(base.steps) + (if condition == "random-init" then {} else {
+        mlm_accuracy: {
+          type: "mlm_accuracy",
+          pretrained: ref("pretrained_model"),
+          pretraining_data: ref("pretraining_data"),
+          condition: condition,
+          sentences: ud(language, "dev"),
+          max_sentences: 100,
+        },
+      } + {
+        ["mlm_" + metric + "_score"]: {
+          type: "score_cell",
+          finetuned: ref("mlm_accuracy"),
+          table: "mlm:" + metric,
+          row: condition,
+          column: language,
+          scale: scale,
+          seed: seeds[0],
+          metric: metric,
+        }
+        for metric in mlm_metrics
+      } + {
+        ["mlm_" + metric + "_cell"]: { type: "aggregate_cell", scores: [ref("mlm_" + metric + "_score")] }
+        for metric in mlm_metrics
+      }),
     },
 
   // Any HF model (name or local path) as the encoder, e.g. the mBERT rows where its weights exist

@@ -16,6 +16,7 @@ from steps.data.vocab import TrainTokenizer
 from steps.data.word_vectors import TrainWordVectors
 from steps.parse.corpus_parser import ParseCorpus, TrainCorpusParser
 from steps.pretrain.encoders import RandomInitEncoder
+from steps.evaluate.mlm_accuracy import MlmAccuracy
 from steps.pretrain.pretrain import PretrainingConfig, PretrainMicrobert
 from steps.finetune.pronto import FinetunePronto, PrOntoConfig, PrOntoTexts
 from steps.finetune.ud_parser import FinetuneUdParser, ParserTrainingConfig

@@ -117,3 +117,32 @@ def test_local_conditions_pretrain_through_the_step(condition, pretraining_data,
     # The band is part of the exported encoder, so it stays on at fine-tuning; C exports a plain BERT.
     assert getattr(encoder.config, "syntax_attention", None) == ("band5" if condition == "M-A5" else None)
     assert (result / "mlm_head.safetensors").exists()
+
+
+def test_mlm_accuracy_of_local_conditions_and_the_related_table(pretraining_data, tokenizer_dir, tmp_path):
+    """Smoke-pretrained M-A5 and C5 through the MLM-accuracy step on real Wolof dev sentences, and
+    their cells in the related-biases Markdown."""
+    from reporting.tables import Cell, related_markdown
+    from steps.common.data_root import DataPath
+    from steps.evaluate.mlm_accuracy import MlmAccuracy, frequency_bins
+
+    workspace = LocalWorkspace(tmp_path / "workspace")
+    cells = []
+    for condition in ("M-A5", "C5"):
+        pretrained = make_step(pretraining_data, tokenizer_dir, condition, max_steps=3, validate_every=3).result(workspace)
+        result = MlmAccuracy(pretrained=pretrained, pretraining_data=pretraining_data, condition=condition,
+                             sentences=DataPath("wolof/ud/wo_wtb-ud-dev.conllu"), max_sentences=5, num_threads=1).result(workspace)
+        metrics = read_metrics(result)
+        scores, counts = metrics["test"], metrics["counts"]
+        assert counts["sentences"] == 5 and counts["tokens"] == sum(counts[f"bin{b}_tokens"] for b in range(1, 6))
+        assert 0 <= scores["accuracy"] <= 100 and 0 <= scores["word_completion"] <= 100
+        # overall accuracy is the token-weighted mean of the bins'
+        weighted = sum((scores[f"bin{b}"] or 0) * counts[f"bin{b}_tokens"] for b in range(1, 6)) / counts["tokens"]
+        assert weighted == pytest.approx(scores["accuracy"])
+        cells.append(Cell("mlm:accuracy", "smoke", condition, "wolof",
+                          {"seeds": [42], "n": 1, "test": {"mean": scores["accuracy"], "sd": 0.0, "values": [scores["accuracy"]]}}))
+    text = related_markdown(cells, "smoke", title="Related")
+    assert "µB-M-A5" in text and "µB-C5" in text and "NLM-C" in text and "NLM-A" in text
+    # Five equal bins of the 295 non-special types of a tiny vocabulary, rarest first.
+    bins = frequency_bins([{"input_ids": [1, 5, 5, 6, 2]}], 300, [0, 1, 2, 3, 4])
+    assert [int((bins == b).sum()) for b in range(1, 6)] == [59] * 5 and bins[5] == 5 and bins[6] == 5 and bins[0] == 0
