@@ -55,7 +55,10 @@ class MicroBertConfig(BertConfig):
         pretraining_objectives (`str`, defaults to ``"M"``):
             Letters of the registered objectives (`models.objectives`) whose losses
             `MicroBertForPretraining` sums (paper §4): M = MLM, X = XPOS tagging, P = SynCLM phrase
-            loss, T = SynCLM tree loss.  SLA is `syntax_attention`, not a letter.
+            loss, T = SynCLM tree loss; and Edman et al.'s masked-LM variants (SPEC §K): C<c> =
+            limited-context MLM in c-token windows (trains alone), H = MLM on trigram soft labels.
+            Exactly one masked-LM objective (M, C<c> or H).  SLA and the band A<c> are
+            `syntax_attention`, not letters.
         num_xpos_labels (`int`, defaults to 0):
             Size of the XPOS tag set; required (> 0) when X is among the objectives.
         phrase_similarity (`str`, defaults to ``"paper"``):

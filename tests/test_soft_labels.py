@@ -3,6 +3,7 @@ are pinned against a dictionary-count trigram written out as in the paper's form
 candidates; H pretrains through the real step on real Wolof rows."""
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 from models.ngram import TrigramModel, soft_labels
+from test_pretrain import TINY_MODEL, pretraining_data, tokenizer_dir  # noqa: F401  (fixtures)
 
 
 class BruteForceTrigram:
@@ -119,3 +121,44 @@ def test_soft_labels_sum_to_one_keep_top_k_at_power_six_and_agree_with_the_model
         second = int(ids[k, 1])
         ratio = ((brute[second] - low) / (brute[best] - low)) ** 6
         assert abs(float(probs[k, 1] / probs[k, 0]) - ratio) < 1e-4
+
+
+def test_h_pretrains_through_the_step_on_trigram_soft_labels(pretraining_data, tokenizer_dir, tmp_path):
+    from tango.workspaces import LocalWorkspace
+
+    import models
+    from steps.data.ngram import BuildTrigramModel
+    from steps.pretrain.collate import PretrainingCollator
+    from steps.pretrain.pretrain import PretrainingConfig, PretrainMicrobert
+    from steps.data.vocab import load_tokenizer
+
+    workspace = LocalWorkspace(tmp_path / "workspace")
+    trigram = BuildTrigramModel(pretraining_data=pretraining_data, tokenizer=tokenizer_dir)
+    model = trigram.result(workspace)
+    tokenizer = load_tokenizer(tokenizer_dir)
+    assert model.vocab_size == len(tokenizer)
+    # The collator's soft labels: one per masked position, sum 1, ≤ 100 ids, never a special id,
+    # and the n-gram model's best candidate first.
+    batch = PretrainingCollator(tokenizer, [], trigram_model=model)(pretraining_data["train"][:8], seed=3)
+    masked = int((batch["labels"] != -100).sum())
+    assert batch["soft_label_ids"].shape == batch["soft_label_probs"].shape == (masked, 100)
+    torch.testing.assert_close(batch["soft_label_probs"].sum(-1), torch.ones(masked))
+    assert not torch.isin(batch["soft_label_ids"], torch.tensor(tokenizer.all_special_ids)).any()
+
+    settings = dict(max_steps=3, batch_size=8, warmup=0.5, validate_every=3, checkpoint_every=2, seed=5, max_validation_rows=16)
+    step = PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="H", model=TINY_MODEL,
+                             training=PretrainingConfig(**settings), num_threads=1, trigram_model=trigram)
+    result = step.result(workspace)
+    final = json.loads((result / "metrics.json").read_text())["final"]
+    assert 0 < final["dev_mlm_loss"] < 20 and final["dev_loss"] == final["dev_mlm_loss"]
+    assert (result / "mlm_head.safetensors").exists()
+    # The trigram model is an argument of H only: M without it keeps its ID; H without it refuses.
+    plain = PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="M", model=TINY_MODEL,
+                              training=PretrainingConfig(**settings), num_threads=1)
+    assert plain.unique_id == PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="M",
+                                                model=TINY_MODEL, training=PretrainingConfig(**settings), num_threads=1,
+                                                trigram_model=None).unique_id
+    with pytest.raises(ValueError, match="trigram_model"):
+        PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="H", model=TINY_MODEL,
+                          training=PretrainingConfig(**settings), num_threads=1).result(LocalWorkspace(tmp_path / "other"))
+    assert models.parse_condition("H").objectives == "H"

@@ -32,6 +32,7 @@ from .synclm import (  # noqa: E402  (registers P, T)
 
 # After P and T: new objectives register last so the paper conditions' loss order never changes.
 from .limited_context import LimitedContextMLM, limited_context_windows  # noqa: E402  (registers C)
+from .soft_labels import SoftLabelMLM, soft_target_cross_entropy  # noqa: E402  (registers H)
 
 __all__ = [
     "DEV_AVERAGES", "OBJECTIVES", "PER_BATCH", "PER_LABELLED_ROW", "PER_MASKED_TOKEN",
@@ -39,5 +40,5 @@ __all__ = [
     "PhraseContrastive", "PretrainingObjective", "ScalarMix", "TreeContrastive", "XposTagging",
     "info_nce_loss", "masked_jsd", "mean_pool_words", "objectives_for", "phrase_loss", "phrase_similarity",
     "register_objective", "sequence_cross_entropy", "check_objectives", "objective_sizes",
-    "LimitedContextMLM", "limited_context_windows", "tree_loss", "tree_similarity",
+    "LimitedContextMLM", "limited_context_windows", "SoftLabelMLM", "soft_target_cross_entropy", "tree_loss", "tree_similarity",
 ]
