@@ -5,7 +5,8 @@
 // `encoder_needs_parse` (the attention reads a parse, so fine-tuning is given the corpus parser's).
 // `related`: the conditions of the related-biases table (issue 18), next to µB-M and random-init:
 // Edman et al.'s band attention M-A<c> (attention "band<c>", on at fine-tuning too) and
-// limited-context MLM C<c> (the objective letter C with its window size). Another bias adds its
+// limited-context MLM C<c> (the objective letter C with its window size), and H, MLM on the soft
+// labels of a trigram LM (the builder adds its build_trigram_model step). Another bias adds its
 // names there and its rows to `by_name`; the table lists them by name.
 // tests/test_conditions.py holds this table to models.conditions.parse_condition.
 local plain(objectives) = { objectives: objectives, attention: null, encoder_needs_parse: false };
@@ -30,6 +31,7 @@ local sla(objectives) = { objectives: objectives, attention: "sla", encoder_need
     C5: plain("C5"),
     C9: plain("C9"),
     C13: plain("C13"),
+    H: plain("H"),
   },
-  related: ["M-A5", "M-A9", "M-A13", "C5", "C9", "C13"],
+  related: ["M-A5", "M-A9", "M-A13", "C5", "C9", "C13", "H"],
 }

@@ -243,11 +243,19 @@ local pronto_tables = {
           condition: condition,
           model: s.pretrain.model,
           training: s.pretrain.training + { seed: seed },
-        },
-      } + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
+        } + (if $.soft_labelled(condition) then { trigram_model: ref("trigram_model") } else {}),
+      } + (if $.soft_labelled(condition) then $.trigram_steps() else {})
+      + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
                              pronto_missing_train=pronto_missing_train),
     },
+
+  // Condition H (Edman et al. NLM-H) trains on the soft labels of a trigram LM of the pretraining
+  // rows; that model is one cached step per language and scale, shared with the trigram-LM row.
+  soft_labelled(condition):: std.length(std.findSubstr("H", (import "conditions.libsonnet").by_name[condition].objectives)) > 0,
+  trigram_steps():: {
+    trigram_model: { type: "build_trigram_model", pretraining_data: ref("pretraining_data"), tokenizer: ref("tokenizer") },
+  },
 
   // The control: a randomly initialised µBERT with the same vocabulary (and architecture as
   // `condition`, default plain M), fine-tuned exactly like the pretrained ones. Only the corpus
@@ -275,9 +283,11 @@ local pronto_tables = {
   // the Table 2/3 cell of the same condition, so they are shared through the cache.
   related_conditions: (import "conditions.libsonnet").related,
   related_experiment(language, condition, scale, seeds=[42, 43, 44])::
-    assert condition == "M" || condition == "random-init" || std.member($.related_conditions, condition) :
-      "unknown related condition " + condition + "; known: M, random-init, " + std.join(", ", $.related_conditions);
+    assert condition == "M" || condition == "random-init" || condition == "trigram-LM" || std.member($.related_conditions, condition) :
+      "unknown related condition " + condition + "; known: M, random-init, trigram-LM, " + std.join(", ", $.related_conditions);
+    // trigram-LM: the n-gram model alone, only in the MLM-accuracy table (argmax over the vocabulary).
     local base = if condition == "random-init" then $.random_init_experiment(language, scale, seeds=seeds)
+                 else if condition == "trigram-LM" then { steps: $.data_steps(language, scale) + $.trigram_steps() }
                  else $.experiment(language, condition, scale, seeds=seeds);
     local retitle(steps) = {
       [name]: steps[name] + (if steps[name].type == "score_cell" then
@@ -289,7 +299,8 @@ local pronto_tables = {
       steps: retitle(base.steps) + (if condition == "random-init" then {} else {
         mlm_accuracy: {
           type: "mlm_accuracy",
-          pretrained: ref("pretrained_model"),
+          pretrained: if condition == "trigram-LM" then null else ref("pretrained_model"),
+        } + (if condition == "trigram-LM" then { trigram_model: ref("trigram_model"), tokenizer: ref("tokenizer") } else {}) + {
           pretraining_data: ref("pretraining_data"),
           condition: condition,
           sentences: ud(language, "dev"),

@@ -57,7 +57,7 @@ def render_baseline(language: str, baseline: str, scale: str, folder: Path) -> s
     return "\n".join(lines) + "\n"
 
 
-RELATED_CONDITIONS = ["M", "random-init"] + related_conditions()  # configs/conditions.libsonnet `related`
+RELATED_CONDITIONS = ["M", "random-init", "trigram-LM"] + related_conditions()  # configs/conditions.libsonnet `related`
 RELATED_SCALES = {"cpu": Path("experiments/related"), "smoke": Path("experiments/smoke/related")}
 
 

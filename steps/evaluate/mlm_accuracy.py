@@ -12,7 +12,9 @@ argmax over the non-special vocabulary is compared with the original token.  Rep
   the original, makes the whole word a word type of the training rows.
 
 A C<c> model sees each target in its c-token window (the input it was trained on); others see the
-whole sentence.  The result folder holds metrics.json in the fine-tuning steps' shape
+whole sentence.  Given ``trigram_model`` (and ``tokenizer``) instead of ``pretrained``, the
+prediction is the trigram LM's (the paper's SLM row): the best-scoring candidate, each scored by the
+three trigrams that contain the position (`models.ngram.TrigramModel.candidate_log_scores`).  The result folder holds metrics.json in the fine-tuning steps' shape
 (``primary_metric`` + ``test``), so `score_cell` (with ``metric``) files it into table cells.
 """
 from __future__ import annotations
@@ -73,15 +75,19 @@ class MlmAccuracy(Step):
     VERSION = "001"
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads"}
+    # The trigram-LM row reads a trigram model and a tokenizer instead of a pretrained µBERT.
+    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None, "tokenizer": None}
 
     def run(  # type: ignore[override]
         self,
-        pretrained: Path,
+        pretrained: Optional[Path],  # None for the trigram-LM row
         pretraining_data: Dict[str, Any],
         condition: str,
         sentences: DataPath,
         max_sentences: int = 100,
         num_threads: Optional[int] = None,
+        trigram_model: Optional[Any] = None,
+        tokenizer: Optional[Path] = None,
     ) -> Path:
         from safetensors.torch import load_file
         from transformers import AutoModel
@@ -92,19 +98,25 @@ class MlmAccuracy(Step):
         from steps.data.readers import read_conllu
         from steps.data.vocab import load_tokenizer
 
-        pretrained = Path(pretrained)
-        head_file = pretrained / "mlm_head.safetensors"
-        if not head_file.exists():
-            raise DataError(f"{head_file}: missing; this pretraining result predates the exported MLM head (re-run pretrain_microbert)")
-        context = objective_sizes(parse_condition(condition).objectives).get("C")
+        if (pretrained is None) == (trigram_model is None) or (trigram_model is not None) != (tokenizer is not None):
+            raise ValueError("mlm_accuracy scores either a pretrained µBERT (pretrained) or a trigram LM (trigram_model and tokenizer)")
         with torch_threads(num_threads), torch.no_grad():
-            tokenizer = load_tokenizer(pretrained / "encoder")
-            encoder = AutoModel.from_pretrained(pretrained / "encoder").eval()
-            head = MicroBertMLMHead(encoder.config)
-            head.load_state_dict(load_file(str(head_file)))
-            head.eval()
-            embeddings = encoder.get_input_embeddings().weight
-            vocab_size = embeddings.shape[0]
+            if trigram_model is not None:
+                tokenizer, context = load_tokenizer(Path(tokenizer)), None
+                vocab_size = trigram_model.vocab_size
+            else:
+                pretrained = Path(pretrained)
+                head_file = pretrained / "mlm_head.safetensors"
+                if not head_file.exists():
+                    raise DataError(f"{head_file}: missing; this pretraining result predates the exported MLM head (re-run pretrain_microbert)")
+                context = objective_sizes(parse_condition(condition).objectives).get("C")
+                tokenizer = load_tokenizer(pretrained / "encoder")
+                encoder = AutoModel.from_pretrained(pretrained / "encoder").eval()
+                head = MicroBertMLMHead(encoder.config)
+                head.load_state_dict(load_file(str(head_file)))
+                head.eval()
+                embeddings = encoder.get_input_embeddings().weight
+                vocab_size = embeddings.shape[0]
             special = sorted(set(tokenizer.all_special_ids))
             continues = np.zeros(vocab_size, dtype=bool)
             for token, index in tokenizer.get_vocab().items():
@@ -119,14 +131,18 @@ class MlmAccuracy(Step):
                 positions = torch.arange(1, len(ids) - 1)
                 corrupted = original.repeat(len(positions), 1)
                 corrupted[torch.arange(len(positions)), positions] = tokenizer.mask_token_id
-                if context is not None:  # C<c>: each target in its window, as in pretraining
+                if trigram_model is not None:  # the n-gram model alone: its best candidate
+                    targets = torch.stack([torch.zeros_like(positions), positions], 1)
+                    logits = trigram_model.candidate_log_scores(*trigram_model.position_contexts(original, torch.tensor([len(ids)]), targets))
+                elif context is not None:  # C<c>: each target in its window, as in pretraining
                     targets = torch.stack([torch.zeros_like(positions), positions], 1)
                     windows = limited_context_windows(original, corrupted[:1].clone().fill_(tokenizer.mask_token_id), torch.ones_like(original), targets, context)
                     hidden = encoder(input_ids=windows, attention_mask=torch.ones_like(windows)).last_hidden_state[:, context // 2]
                 else:
                     hidden = encoder(input_ids=corrupted, attention_mask=torch.ones_like(corrupted)).last_hidden_state
                     hidden = hidden[torch.arange(len(positions)), positions]
-                logits = head(hidden, embeddings)
+                if trigram_model is None:
+                    logits = head(hidden, embeddings)
                 logits[:, special] = float("-inf")
                 predicted = logits.argmax(-1).tolist()
                 gold += ids[1:-1]
