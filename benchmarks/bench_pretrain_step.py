@@ -5,6 +5,12 @@ MLM labels at 15% of real tokens, random subword-level dependency trees (multi-p
 pieces to the first piece, heads are mostly near their dependents) and XPOS labels.  The reference
 point is a stock `transformers.BertForMaskedLM` of the same size on the same input ids and labels.
 
+Edman et al.'s conditions (SPEC §K) join them: M-A13 (band attention), H (its step includes the
+collator's soft labels for the batch's masked positions, from a trigram model counted over 4,000
+synthetic Zipf-distributed rows) and C5/C13 (one c-token row per masked target, so their step is
+also given per target token, next to µB-M's).  The machine's load average is recorded with the
+timings, since a shared box slows every row alike but not every run alike.
+
     python benchmarks/bench_pretrain_step.py --steps 10 --json /tmp/bench.json
 """
 
@@ -12,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -25,7 +32,23 @@ from transformers import BertConfig, BertForMaskedLM, BertModel
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models import MicroBertConfig, MicroBertForPretraining, MicroBertModel  # noqa: E402
 
-DEFAULT_CONDITIONS = ["M", "MX", "MP", "MT", "MXPT", "MPT-SLA", "MXPT-SLA", "MS-G"]
+DEFAULT_CONDITIONS = ["M", "MX", "MP", "MT", "MXPT", "MPT-SLA", "MXPT-SLA", "MS-G", "M-A13", "H", "C5", "C13"]
+PER_TARGET_TOKEN = ("M", "C5", "C13")  # conditions also reported per masked target token
+
+
+def synthetic_trigram_model(vocab_size: int, rows: int, seed: int):
+    """A trigram model counted over random rows with Zipf-like ids (as sparse as a real corpus'
+    counts, roughly), for timing H's soft labels."""
+    from models.ngram import TrigramModel
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    lengths = torch.randint(5, 40, (rows,), generator=generator).tolist()
+    ranks = (torch.rand(sum(lengths), generator=generator) ** 3 * (vocab_size - 5)).long() + 5
+    out, start = [], 0
+    for n in lengths:
+        out.append([1] + ranks[start : start + n].tolist() + [2])
+        start += n
+    return TrigramModel.from_rows(out, vocab_size)
 
 
 def random_sentence(rng: random.Random, max_subwords: int):
@@ -113,6 +136,18 @@ def make_step(model, optimizer, inputs: dict, loss_of):
     return step
 
 
+def make_soft_label_step(model, optimizer, batch: dict, trigram, candidates):
+    from steps.pretrain.collate import trigram_soft_labels
+
+    def step():
+        soft = trigram_soft_labels(trigram, batch["input_ids"], batch["attention_mask"], batch["labels"], candidates)
+        optimizer.zero_grad(set_to_none=True)
+        model(**batch, **soft).loss.backward()
+        optimizer.step()
+
+    return step
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -146,13 +181,22 @@ def main() -> None:
     for name, encoder in (("HF BertModel (encoder)", hf_encoder), ("µB encoder", our_encoder)):
         optimizer = torch.optim.AdamW(encoder.parameters(), **adamw)
         steps_by_name[name] = make_step(encoder, optimizer, encoder_inputs, lambda out: out.last_hidden_state.square().mean())
+    trigram = synthetic_trigram_model(args.vocab_size, 4000, args.seed) if "H" in args.conditions else None
+    candidates = torch.ones(args.vocab_size, dtype=torch.bool)
+    candidates[:5] = False
     for condition in args.conditions:
         model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=args.num_xpos, **size).train()
         optimizer = torch.optim.AdamW(model.parameters(), **adamw)
-        steps_by_name[f"µB-{condition}"] = make_step(model, optimizer, batch, lambda out: out.loss)
+        if condition == "H":  # the soft labels are the collator's work, every batch: timed with the step
+            steps_by_name[f"µB-{condition}"] = make_soft_label_step(model, optimizer, batch, trigram, candidates)
+        else:
+            steps_by_name[f"µB-{condition}"] = make_step(model, optimizer, batch, lambda out: out.loss)
     results = time_round_robin(steps_by_name, args.warmup, args.steps)
 
     medians = {name: statistics.median(times) for name, times in results.items()}
+    targets = int((batch["labels"] != -100).sum())
+    per_target = {f"µB-{c}": medians[f"µB-{c}"] / targets for c in PER_TARGET_TOKEN if f"µB-{c}" in medians}
+    load = os.getloadavg()
     baseline_m = medians.get("µB-M")
     hf = medians["HF BertForMaskedLM"]
     print(f"batch {args.batch_size}×{args.length}, vocab {args.vocab_size}, threads {torch.get_num_threads()}, "
@@ -161,12 +205,17 @@ def main() -> None:
     for name, median in medians.items():
         versus_m = f"{median / baseline_m:.2f}×" if baseline_m else "-"
         print(f"{name:<22}{median * 1e3:>10.1f}{args.batch_size / median:>10.1f}{versus_m:>10}{median / hf:>7.2f}×")
+    print(f"per masked target token ({targets} in the batch): "
+          + ", ".join(f"{name} {seconds * 1e6:.0f} µs" for name, seconds in per_target.items()))
+    print(f"load average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
     if args.json:
         args.json.write_text(json.dumps({
             "batch_size": args.batch_size, "length": args.length, "vocab_size": args.vocab_size,
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
             "steps": args.steps, "warmup": args.warmup,
             "median_seconds": medians, "all_seconds": results,
+            "target_tokens": targets, "median_seconds_per_target_token": per_target,
+            "load_average": list(load), "cpu_count": os.cpu_count(),
         }, indent=2))
 
 

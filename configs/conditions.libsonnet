@@ -3,8 +3,14 @@
 // "-<SUFFIX>" naming a registered attention variant (-SLA = syntax-aware local attention, "sla").
 // Per condition: `objectives`, `attention` (the models.attention registry name, null = plain) and
 // `encoder_needs_parse` (the attention reads a parse, so fine-tuning is given the corpus parser's).
+// `related`: the conditions of the related-biases table (issue 18), next to µB-M and random-init:
+// Edman et al.'s band attention M-A<c> (attention "band<c>", on at fine-tuning too) and
+// limited-context MLM C<c> (the objective letter C with its window size), and H, MLM on the soft
+// labels of a trigram LM (the builder adds its build_trigram_model step). Another bias adds its
+// names there and its rows to `by_name`; the table lists them by name.
 // tests/test_conditions.py holds this table to models.conditions.parse_condition.
 local plain(objectives) = { objectives: objectives, attention: null, encoder_needs_parse: false };
+local band(context) = { objectives: "M", attention: "band" + context, encoder_needs_parse: false };
 local sla(objectives) = { objectives: objectives, attention: "sla", encoder_needs_parse: true };
 // Related biases (issue 18), not Table 2 rows: -G = syntax-guided attention (seed 001, SPEC §I;
 // "syntax_gat"), S = its structural-probe loss.
@@ -22,8 +28,15 @@ local gat(objectives) = { objectives: objectives, attention: "syntax_gat", encod
     MXT: plain("MXT"),
     MXPT: plain("MXPT"),
     "MXPT-SLA": sla("MXPT"),
+    "M-A5": band(5),
+    "M-A9": band(9),
+    "M-A13": band(13),
+    C5: plain("C5"),
+    C9: plain("C9"),
+    C13: plain("C13"),
+    H: plain("H"),
     "M-G": gat("M"),
     "MS-G": gat("MS"),
   },
-  related_names: ["M-G", "MS-G"],
+  related: ["M-A5", "M-A9", "M-A13", "C5", "C9", "C13", "H", "M-G", "MS-G"],
 }

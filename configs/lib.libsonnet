@@ -240,8 +240,6 @@ local pronto_tables = {
   // The paper's Table 2 conditions (SPEC §C) and, per condition, its objectives and attention
   // variant: configs/conditions.libsonnet.
   conditions: (import "conditions.libsonnet").names,
-  // Related biases pretrained as conditions (issue 18): -G syntax-guided attention (+ S probe).
-  related_conditions: (import "conditions.libsonnet").related_names,
 
   // Syntax-guided attention added at fine-tuning (seed 001's own setting; SPEC §I Table 4): one
   // syntax head (gat_syntax_heads default), δ = 1 and α = 0.5 as the seed's WikiAnn/NER runs; UD
@@ -279,8 +277,9 @@ local pronto_tables = {
           condition: condition,
           model: s.pretrain.model,
           training: s.pretrain.training + { seed: seed },
-        },
-      } + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
+        } + (if $.soft_labelled(condition) then { trigram_model: ref("trigram_model") } else {}),
+      } + (if $.soft_labelled(condition) then $.trigram_steps() else {})
+      + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
                              pronto_missing_train=pronto_missing_train, column=$.column(language, corpus)),
     },
@@ -294,6 +293,13 @@ local pronto_tables = {
       steps: $.data_steps(language, scale) + { pretrained_model: base.steps.pretrained_model }
         + $.evaluation_steps(language, scale, ref("pretrained_model"), condition + "+G", seeds, syntax_gat=$.gat_finetune),
     },
+
+  // Condition H (Edman et al. NLM-H) trains on the soft labels of a trigram LM of the pretraining
+  // rows; that model is one cached step per language and scale, shared with the trigram-LM row.
+  soft_labelled(condition):: std.length(std.findSubstr("H", (import "conditions.libsonnet").by_name[condition].objectives)) > 0,
+  trigram_steps():: {
+    trigram_model: { type: "build_trigram_model", pretraining_data: ref("pretraining_data"), tokenizer: ref("tokenizer") },
+  },
 
   // The control: a randomly initialised µBERT with the same vocabulary (and architecture as
   // `condition`, default plain M), fine-tuned exactly like the pretrained ones. Only the corpus
@@ -312,6 +318,56 @@ local pronto_tables = {
       } + $.evaluation_steps(language, scale, ref("random_encoder"), "random-init" + (if condition == "M" then "" else " " + condition),
                              seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train, pretrained=false,
                              column=$.column(language, corpus)),
+    },
+
+  // The related-biases table (issue 18): `condition` (a `related` condition of conditions.libsonnet,
+  // or "M", or "random-init") with 3 fine-tuning seeds, its UD LAS and NER F1 filed under tables
+  // related:ud / related:ner, and, for pretrained encoders, the MLM accuracy of Edman et al. (one
+  // token masked at a time on the first 100 UD dev sentences; overall, 5 frequency bins, word
+  // completion) under mlm:<metric>. The pretraining and the seed-42 fine-tuning steps are those of
+  // the Table 2/3 cell of the same condition, so they are shared through the cache.
+  related_conditions: (import "conditions.libsonnet").related,
+  related_experiment(language, condition, scale, seeds=[42, 43, 44])::
+    assert condition == "M" || condition == "random-init" || condition == "trigram-LM" || std.member($.related_conditions, condition) :
+      "unknown related condition " + condition + "; known: M, random-init, trigram-LM, " + std.join(", ", $.related_conditions);
+    // trigram-LM: the n-gram model alone, only in the MLM-accuracy table (argmax over the vocabulary).
+    local base = if condition == "random-init" then $.random_init_experiment(language, scale, seeds=seeds)
+                 else if condition == "trigram-LM" then { steps: $.data_steps(language, scale) + $.trigram_steps() }
+                 else $.experiment(language, condition, scale, seeds=seeds);
+    local retitle(steps) = {
+      [name]: steps[name] + (if steps[name].type == "score_cell" then
+        { table: { table2: "related:ud", table3: "related:ner" }[steps[name].table] } else {})
+      for name in std.objectFields(steps)
+    };
+    local mlm_metrics = ["accuracy", "bin1", "bin2", "bin3", "bin4", "bin5", "word_completion"];
+    {
+      // No MLM accuracy for encoders whose attention reads a parse (G): mlm_accuracy feeds no trees.
+      steps: retitle(base.steps) + (if condition == "random-init" || std.get(std.get((import "conditions.libsonnet").by_name, condition, {}), "encoder_needs_parse", false) then {} else {
+        mlm_accuracy: {
+          type: "mlm_accuracy",
+          pretrained: if condition == "trigram-LM" then null else ref("pretrained_model"),
+        } + (if condition == "trigram-LM" then { trigram_model: ref("trigram_model"), tokenizer: ref("tokenizer") } else {}) + {
+          pretraining_data: ref("pretraining_data"),
+          condition: condition,
+          sentences: ud(language, "dev"),
+          max_sentences: 100,
+        },
+      } + {
+        ["mlm_" + metric + "_score"]: {
+          type: "score_cell",
+          finetuned: ref("mlm_accuracy"),
+          table: "mlm:" + metric,
+          row: condition,
+          column: language,
+          scale: scale,
+          seed: seeds[0],
+          metric: metric,
+        }
+        for metric in mlm_metrics
+      } + {
+        ["mlm_" + metric + "_cell"]: { type: "aggregate_cell", scores: [ref("mlm_" + metric + "_score")] }
+        for metric in mlm_metrics
+      }),
     },
 
   // Any HF model (name or local path) as the encoder, e.g. the mBERT rows where its weights exist

@@ -1,8 +1,11 @@
 """A paper condition, parsed once: which objectives it trains and which attention variant it uses.
 
-A condition is objective letters (M first-class: every condition has MLM), optionally followed by
-``-<SUFFIX>`` naming a registered attention variant: "MXPT-SLA" = objectives M, X, P, T with the
-``"sla"`` variant.  A "µB-" prefix (the paper's row names) is accepted.  Everything that needs to
+A condition is objective letters, optionally followed by ``-<SUFFIX>`` naming a registered attention
+variant: "MXPT-SLA" = objectives M, X, P, T with the ``"sla"`` variant.  Exactly one letter is a
+masked-LM objective: M (every paper condition), or one of Edman et al.'s local variants of it,
+C<c> (limited context, written with its window size: "C5") or H (n-gram soft labels); C<c> trains
+alone.  Edman et al.'s band attention is an attention variant: "M-A5" = M with the ``"band5"``
+variant.  A "µB-" prefix (the paper's row names) is accepted.  Everything that needs to
 know what a condition implies (the pretraining step, the tables, and through
 ``configs/conditions.libsonnet`` the Jsonnet builder) reads a `Condition`.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .attention import attention_variant, variant_for_suffix
-from .objectives import OBJECTIVES, objectives_for
+from .objectives import OBJECTIVES, check_objectives, objectives_for
 
 ROW_PREFIXES = ("µB-", "μB-", "uB-", "ub-")
 
@@ -58,12 +61,16 @@ def parse_condition(condition: str) -> Condition:
             name = name[len(prefix):]
     letters, dash, suffix = name.partition("-")
     variant = variant_for_suffix(suffix) if dash else None
-    valid_letters = "M" in letters and set(letters) <= set(OBJECTIVES) and len(set(letters)) == len(letters)
-    if not valid_letters or (dash and variant is None):
+    try:
+        objectives = check_objectives(letters)
+        valid = not (dash and variant is None) and not (variant is not None and any(o.standalone for o in objectives))
+    except ValueError:
+        valid = False
+    if not valid:
         suffixes = ", ".join(f"-{v}" for v in _suffixes())
         raise ValueError(
-            f"unrecognised condition {condition!r}; expected objective letters of {''.join(OBJECTIVES)!r} with M "
-            f"(e.g. 'M', 'MXPT'), optionally with an attention suffix ({suffixes})"
+            f"unrecognised condition {condition!r}; expected objective letters of {''.join(OBJECTIVES)!r} with one "
+            f"masked-LM objective (e.g. 'M', 'MXPT', 'C5', 'H'), optionally with an attention suffix ({suffixes})"
         )
     # Letters keep the order they were written in (the config field has always done so); losses
     # are computed in registry order whatever it is.

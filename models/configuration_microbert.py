@@ -18,7 +18,7 @@ from transformers import BertConfig
 
 from .attention import ATTENTION_VARIANTS
 from .attention.syntax_gat import GAT_FUSIONS
-from .objectives import OBJECTIVES
+from .objectives import check_objectives
 
 POSITION_EMBEDDING_TYPES = ("absolute", "relative_key_query")
 SLA_WITHOUT_PARSE_MODES = ("error", "global")
@@ -46,6 +46,9 @@ class MicroBertConfig(BertConfig):
             (e.g. fine-tuning without parses; the name is historic, kept for saved configs):
             ``"error"`` raises; ``"global"`` runs plain global attention and ignores the gates.
             The reference silently did the latter; here it has to be asked for.
+        band_reading (`str`, defaults to ``"half_width"``):
+            For the band variants (``"band5"`` …, Edman et al. NLM-A): ``"half_width"`` lets query i see
+            keys with |i−j| ≤ (c−1)/2 (the paper's worked example); ``"literal"``: |i−j| ≤ c (its Eq. 2).
         position_embedding_type (`str`, defaults to ``"absolute"``):
             ``"absolute"`` (stock BERT) or ``"relative_key_query"`` (the reference's setting, SPEC §C:
             no absolute position embeddings are added; each layer has a (2·max_positions−1)×head_dim
@@ -53,7 +56,10 @@ class MicroBertConfig(BertConfig):
         pretraining_objectives (`str`, defaults to ``"M"``):
             Letters of the registered objectives (`models.objectives`) whose losses
             `MicroBertForPretraining` sums (paper §4): M = MLM, X = XPOS tagging, P = SynCLM phrase
-            loss, T = SynCLM tree loss.  SLA is `syntax_attention`, not a letter.
+            loss, T = SynCLM tree loss; and Edman et al.'s masked-LM variants (SPEC §K): C<c> =
+            limited-context MLM in c-token windows (trains alone), H = MLM on trigram soft labels.
+            Exactly one masked-LM objective (M, C<c> or H).  SLA and the band A<c> are
+            `syntax_attention`, not letters.
         num_xpos_labels (`int`, defaults to 0):
             Size of the XPOS tag set; required (> 0) when X is among the objectives.
         phrase_similarity (`str`, defaults to ``"paper"``):
@@ -88,6 +94,7 @@ class MicroBertConfig(BertConfig):
     sla_window: int = 1
     sla_reference_window: bool = False
     sla_without_parse: str = "error"
+    band_reading: str = "half_width"
 
     pretraining_objectives: str = "M"
     num_xpos_labels: int = 0
@@ -122,12 +129,7 @@ class MicroBertConfig(BertConfig):
             raise ValueError(
                 f"sla_without_parse must be one of {SLA_WITHOUT_PARSE_MODES}, got {self.sla_without_parse!r}"
             )
-        unknown = set(self.pretraining_objectives) - set(OBJECTIVES)
-        if unknown or "M" not in self.pretraining_objectives:
-            raise ValueError(
-                f"pretraining_objectives must contain M and only registered letters {''.join(OBJECTIVES)!r}, "
-                f"got {self.pretraining_objectives!r}"
-            )
+        check_objectives(self.pretraining_objectives)  # ValueError naming what is wrong
         if "X" in self.pretraining_objectives and self.num_xpos_labels <= 0:
             raise ValueError("the X objective needs num_xpos_labels > 0")
         if self.phrase_similarity not in PHRASE_SIMILARITIES:
@@ -149,7 +151,7 @@ class MicroBertConfig(BertConfig):
     def microbert_only_keys(self) -> tuple[str, ...]:
         """Fields that only matter to MicroBERT code; dropped when exporting a stock `bert` config."""
         return (
-            "syntax_attention", "sla_max_distance", "sla_window", "sla_reference_window", "sla_without_parse",
+            "syntax_attention", "sla_max_distance", "sla_window", "sla_reference_window", "sla_without_parse", "band_reading",
             "pretraining_objectives", "num_xpos_labels", "phrase_similarity", "contrastive_temperature",
             "phrase_max_negatives", "tree_max_negatives", "tree_top_k", "position_embedding_type",
             "gat_max_distance", "gat_syntax_heads", "gat_fusion", "gat_layers", "gat_heads", "gat_head_size",

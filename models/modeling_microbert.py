@@ -485,10 +485,14 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
         stages = {objective.attention_stage() for objective in active} - {None}
         if len(stages) > 1:
             raise ValueError(f"objectives ask for attention probabilities at different stages {sorted(stages)}")
+        # An objective that reshapes the input (C<c>: one window per target) replaces what the encoder reads.
+        encoder_input = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+        for objective in active:
+            replaced = objective.encoder_inputs(batch)
+            if replaced is not None:
+                encoder_input = dict(replaced, token_type_ids=None)
         encoded = self.bert(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
+            **encoder_input,
             heads=heads if variant is not None and variant.needs_parse else None,
             tree_structure=structure,
             sla_mask=sla_mask,

@@ -42,3 +42,11 @@ def builder_conditions(field: str = "conditions") -> List[str]:
     from rjsonnet import evaluate_snippet
 
     return json.loads(evaluate_snippet("conditions", f'(import "{(CONFIGS / "lib.libsonnet").as_posix()}").{field}'))
+
+
+
+def related_conditions() -> List[str]:
+    """The related-biases table's conditions (configs/conditions.libsonnet `related`; issue 18)."""
+    from rjsonnet import evaluate_file
+
+    return json.loads(evaluate_file(str(CONFIGS / "conditions.libsonnet")))["related"]

@@ -404,6 +404,92 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
     return "\n".join(parts)
 
 
+# The related-biases table (issue 18): UD LAS, NER F1 and MLM accuracy of every row the related
+# experiment files produce (experiments/related/), by condition name, so a new bias's rows (e.g.
+# syntax-guided attention, G) appear once its files exist.  Beside it, each seed paper's finding.
+RELATED_COLUMNS = (("related:ud", "UD LAS"), ("related:ner", "NER F1"), ("mlm:accuracy", "MLM acc."))
+MLM_COLUMNS = (("mlm:accuracy", "all"), ("mlm:bin1", "bin 1 (rarest)"), ("mlm:bin2", "bin 2"), ("mlm:bin3", "bin 3"),
+               ("mlm:bin4", "bin 4"), ("mlm:bin5", "bin 5"), ("mlm:word_completion", "word completion"))
+SEED_FINDINGS = {
+    "A": "Edman et al. (seed 003), band attention NLM-A: below NLM-C on MLM accuracy (and worse as the "
+         "window grows), but the best model downstream (NLI, POS), since the band stays on at fine-tuning.",
+    "C": "Edman et al., limited context NLM-C: the best neural MLM accuracy, close to the trigram LM with "
+         "10k sentences (also on rare-word bins and word completion), but weaker than NLM-A downstream: "
+         "fine-tuning sees longer inputs than pretraining did.",
+    "H": "Edman et al., n-gram soft labels NLM-H: better than the plain NLM on MLM accuracy and downstream, "
+         "less than NLM-A / NLM-C.",
+    "ngram": "Edman et al.: with 10k sentences a trigram LM beats a Transformer on MLM accuracy by a wide margin.",
+    "G": "Ahmad et al. (seed 001), syntax-augmented mBERT: GAT syntax heads + structural probe improve "
+         "cross-lingual transfer by 1.4 (PAWS-X) and 1.6 (MLQA) points on average, more in generalized transfer.",
+}
+
+
+def _related_family(row: str) -> Optional[str]:
+    """Which seed paper a related row comes from: A/C/H (Edman et al.), G (Ahmad et al.), or None."""
+    if row.endswith(("-A5", "-A9", "-A13")):
+        return "A"
+    if row[:1] == "C" and row[1:].isdigit():
+        return "C"
+    if row == "H" or row.startswith("H-"):
+        return "H"
+    if row in ("trigram", "ngram"):
+        return "ngram"
+    if "G" in row.split("-")[-1] or "G" in row.split("-")[0]:
+        return "G"
+    return None
+
+
+def related_rows(cells: Sequence[Cell], scale: str, tables: Sequence[str]) -> List[str]:
+    """µB-M and random-init first, then every other row of these tables, sorted by name."""
+    found = {c.row for c in cells if c.scale == scale and c.table in tables}
+    return [r for r in ("M", "random-init") if r in found] + sorted(found - {"M", "random-init"})
+
+
+def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS, title: str = "") -> str:
+    tables = [table for table, _ in columns]
+    by_key = {(c.table, c.row, c.column): c for c in cells if c.scale == scale and c.table in tables}
+    languages = sorted({c.column for c in cells if c.scale == scale and c.table in tables})
+    rows = related_rows(cells, scale, tables)
+    header = "| model | " + " | ".join(f"{short_title(lang)} {name}" for lang in languages for _, name in columns)
+    lines = [f"### {title} — {scale} scale", "", header + " | seed paper's finding |",
+             "|---|" + "---|" * (len(languages) * len(columns) + 1)]
+    for row in rows:
+        texts = [_cell_text(by_key.get((table, row, lang))) for lang in languages for table, _ in columns]
+        finding = SEED_FINDINGS.get(_related_family(row) or "", "")
+        lines.append(f"| {_row_title(row)} | " + " | ".join(texts) + f" | {finding} |")
+    deltas = []
+    for row in rows:
+        if row == "M":
+            continue
+        for lang in languages:
+            for table, name in columns:
+                cell, baseline = by_key.get((table, row, lang)), by_key.get((table, "M", lang))
+                if cell and cell.result and baseline and baseline.result:
+                    deltas.append(f"| {_row_title(row)} | {short_title(lang)} {name} | {paired_difference(cell.result, baseline.result).text()} |")
+    if deltas:
+        lines += ["", "Difference from µB-M, mean ± 95 % t-interval over seeds, paired by seed:", "",
+                  "| model | column | Δ |", "|---|---|---|"] + deltas
+    return "\n".join(lines) + "\n"
+
+
+def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence[str]] = None) -> List[Path]:
+    """related.md (UD LAS, NER F1, MLM accuracy) and mlm_accuracy.md (overall, 5 frequency bins, word
+    completion) for every scale with related cells."""
+    related_tables = {table for table, _ in RELATED_COLUMNS + MLM_COLUMNS}
+    written = []
+    for scale in sorted({c.scale for c in cells if c.table in related_tables} if scales is None else scales):
+        if not any(c.scale == scale and c.table in related_tables for c in cells):
+            continue
+        directory = out_dir / scale
+        directory.mkdir(parents=True, exist_ok=True)
+        for stem, columns, title in (("related", RELATED_COLUMNS, "Related biases: UD LAS, NER F1, MLM accuracy (%)"),
+                                     ("mlm_accuracy", MLM_COLUMNS, "MLM accuracy (%), one token masked at a time, by training-frequency bin")):
+            target = directory / f"{stem}.md"
+            target.write_text(related_markdown(cells, scale, columns, title), encoding="utf-8")
+            written.append(target)
+    return written
+
+
 DOCS_TABLES = REPO / "docs" / "tables"
 
 
@@ -464,6 +550,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         written = write_tables(merge_record(cells, record), out, args.scale)
     else:
         written = write_tables(cells, out, args.scale or sorted({c.scale for c in cells + record}), record)
+    for path in write_related_tables(cells, out, args.scale):
+        written.setdefault(path.parent.name, []).append(path)
     damaged = [c for c in cells if c.damaged]
     print(f"{len(files)} experiment files, {len(cells)} table cells: {len(cached)} cached, "
           f"{len(cells) - len(cached) - len(damaged)} not cached (shown as —), {len(damaged)} damaged")

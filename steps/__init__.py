@@ -1,10 +1,10 @@
 """Tango steps of the syntactic-inductive-bias workspace, one package per DAG stage (registered on import).
 
-    data/      load_corpus, train_word_vectors, train_tokenizer, build_(mlm_)pretraining_data
+    data/      load_corpus, train_word_vectors, train_tokenizer, build_(mlm_)pretraining_data, build_trigram_model
     parse/     train_corpus_parser, parse_corpus (Stanza or UDPipe behind one CorpusParser)
     pretrain/  pretrain_microbert, random_init_encoder
     finetune/  finetune_ud_parser, finetune_ner, finetune_pronto (and pronto_texts)
-    evaluate/  score_cell, aggregate_cell
+    evaluate/  score_cell, aggregate_cell, mlm_accuracy
     common/    what every stage uses: data root, formats, seeds and threads, batching
 """
 from steps.common import compat  # noqa: F401  (patches Tango before any step runs)
@@ -12,10 +12,12 @@ from steps.common.data_root import DataError, DataPath
 from steps.common.formats import DirectoryFormat
 from steps.data.corpus import LoadCorpus
 from steps.data.inputs import BuildMlmPretrainingData, BuildPretrainingData
+from steps.data.ngram import BuildTrigramModel
 from steps.data.vocab import TrainTokenizer
 from steps.data.word_vectors import TrainWordVectors
 from steps.parse.corpus_parser import ParseCorpus, TrainCorpusParser
 from steps.pretrain.encoders import RandomInitEncoder
+from steps.evaluate.mlm_accuracy import MlmAccuracy
 from steps.pretrain.pretrain import PretrainingConfig, PretrainMicrobert
 from steps.finetune.pronto import FinetunePronto, PrOntoConfig, PrOntoTexts
 from steps.finetune.ud_parser import FinetuneUdParser, ParserTrainingConfig

@@ -12,6 +12,7 @@ from models.objectives import OBJECTIVES, PER_BATCH, PER_LABELLED_ROW, PER_MASKE
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_CONDITIONS = ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"]
+LOCAL_CONDITIONS = ["M-A5", "M-A9", "M-A13", "C5", "C9", "C13"]  # Edman et al. (issue 18)
 
 
 def libsonnet_table() -> dict:
@@ -20,9 +21,9 @@ def libsonnet_table() -> dict:
 
 def test_libsonnet_table_agrees_with_parse_condition_for_every_condition():
     table = libsonnet_table()
-    assert table["names"] == PAPER_CONDITIONS
-    assert sorted(table["by_name"]) == sorted(PAPER_CONDITIONS + table["related_names"])
-    for name in table["names"] + table["related_names"]:
+    assert table["names"] == PAPER_CONDITIONS and set(LOCAL_CONDITIONS) <= set(table["related"])
+    assert sorted(table["by_name"]) == sorted(table["names"] + table["related"])
+    for name in table["names"] + table["related"]:
         condition, row = parse_condition(name), table["by_name"][name]
         assert condition.name == name
         assert row == {
@@ -61,12 +62,14 @@ def test_what_each_condition_needs():
 
 
 def test_objective_registry_entries():
-    assert list(OBJECTIVES) == ["M", "X", "P", "T", "S"]  # the order losses are computed and summed in
+    assert list(OBJECTIVES)[:5] == ["M", "X", "P", "T", "S"]  # the order losses are computed and summed in
+    assert set(OBJECTIVES) >= {"C", "H"}
     names = {letter: (o.name, o.training_only, o.dev_average) for letter, o in OBJECTIVES.items()}
     assert names == {
         "M": ("mlm", False, PER_MASKED_TOKEN), "X": ("xpos", False, PER_LABELLED_ROW),
         "P": ("phrase", True, PER_BATCH), "T": ("tree", True, PER_BATCH),
         "S": ("structural_probe", True, PER_BATCH),
+        **{letter: ("mlm", False, PER_MASKED_TOKEN) for letter in OBJECTIVES if OBJECTIVES[letter].masked_lm and letter != "M"},
     }
 
 

@@ -10,6 +10,7 @@ dev averaging from here, so adding an objective is one new class and one `regist
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -61,6 +62,13 @@ class PretrainingObjective:
     training_only: ClassVar[bool] = False  # computed only when the model is in training mode
     dev_average: ClassVar[str] = PER_BATCH
     label_field: ClassVar[str | None] = None  # the batch field `dev_weight` counts labels in
+    # A masked-LM objective (M, or a variant of it: C<c>, H).  A condition has exactly one; they share
+    # the name "mlm" (so `dev_mlm_loss` and the `mlm_head` weights mean the same thing for all).
+    masked_lm: ClassVar[bool] = False
+    # Written with a size after its letter ("C5"); the size is `objective_sizes(spec)[letter]`.
+    sized: ClassVar[bool] = False
+    # Reshapes the encoder's input (`encoder_inputs`), so no other objective or attention variant can join it.
+    standalone: ClassVar[bool] = False
 
     def __init__(self, config):
         self.config = config
@@ -75,6 +83,10 @@ class PretrainingObjective:
     def needs_hidden_states(self) -> bool:
         """Whether the loss reads every layer's hidden states (not only the last)."""
         return False
+
+    def encoder_inputs(self, batch: dict[str, Any]) -> dict[str, torch.Tensor] | None:
+        """What the encoder should read instead of the batch's input_ids/attention_mask (None: the batch's)."""
+        return None
 
     def loss(self, head: nn.Module | None, inputs: ObjectiveInputs) -> ObjectiveLoss:
         raise NotImplementedError
@@ -107,9 +119,36 @@ def register_objective(objective: type[PretrainingObjective]) -> type[Pretrainin
     return objective
 
 
-def objectives_for(letters: str) -> list[type[PretrainingObjective]]:
-    """The registered objectives named by ``letters``, in registration order."""
-    unknown = set(letters) - set(OBJECTIVES)
-    if unknown:
-        raise ValueError(f"unknown objective letter(s) {sorted(unknown)}; registered: {''.join(OBJECTIVES)}")
+def objective_sizes(spec: str) -> dict[str, int | None]:
+    """"MXPT" → {M: None, X: None, P: None, T: None}; "C13" → {C: 13}.  Each token is a registered
+    letter, followed by a size exactly when its objective is `sized`.  ValueError otherwise."""
+    tokens = re.findall(r"([A-Za-z])(\d*)", spec)
+    if "".join(letter + size for letter, size in tokens) != spec:
+        raise ValueError(f"objectives {spec!r}: expected letters, each optionally followed by a size")
+    sizes: dict[str, int | None] = {}
+    for letter, size in tokens:
+        if letter not in OBJECTIVES or letter in sizes:
+            raise ValueError(f"objectives {spec!r}: {letter!r} is unknown or repeated; registered: {''.join(OBJECTIVES)}")
+        if bool(size) != OBJECTIVES[letter].sized or (size and int(size) <= 0):
+            raise ValueError(f"objectives {spec!r}: {letter!r} " + ("needs a positive size" if OBJECTIVES[letter].sized else "takes no size"))
+        sizes[letter] = int(size) if size else None
+    return sizes
+
+
+def objectives_for(spec: str) -> list[type[PretrainingObjective]]:
+    """The registered objectives named by ``spec`` ("MXPT", "C5", "H"), in registration order."""
+    letters = objective_sizes(spec)
     return [objective for letter, objective in OBJECTIVES.items() if letter in letters]
+
+
+def check_objectives(spec: str) -> list[type[PretrainingObjective]]:
+    """`objectives_for`, plus the rules of a condition: exactly one masked-LM objective (M, C<c> or H),
+    and a `standalone` one (C<c>) alone."""
+    objectives = objectives_for(spec)
+    masked_lm = [objective.letter for objective in objectives if objective.masked_lm]
+    if len(masked_lm) != 1:
+        raise ValueError(f"objectives {spec!r} need exactly one masked-LM objective "
+                         f"({', '.join(o.letter for o in OBJECTIVES.values() if o.masked_lm)}), got {masked_lm}")
+    if any(objective.standalone for objective in objectives) and len(objectives) > 1:
+        raise ValueError(f"objectives {spec!r}: {masked_lm[0]} replaces the sentence layout the others read; it trains alone")
+    return objectives

@@ -32,6 +32,7 @@ class MaskedLanguageModelling(PretrainingObjective):
     batch_fields = ("labels",)
     dev_average = PER_MASKED_TOKEN
     label_field = "labels"
+    masked_lm = True
 
     def build_head(self) -> nn.Module:
         return MicroBertMLMHead(self.config)

@@ -41,14 +41,19 @@ class ScoreCell(Step):
     CACHEABLE = True
     VERSION = "001"
     FORMAT = JsonFormat()
+    # `metric` picks another figure than the result's primary one (the MLM-accuracy bins); left at
+    # None it is not hashed, so existing cells keep their ids.
+    SKIP_DEFAULT_ARGUMENTS = {"metric": None}
 
     def run(  # type: ignore[override]
-        self, finetuned: Path, table: str, row: str, column: str, scale: str, seed: int
+        self, finetuned: Path, table: str, row: str, column: str, scale: str, seed: int, metric: Optional[str] = None
     ) -> Dict[str, Any]:
         metrics_file = Path(finetuned) / "metrics.json"
         if not metrics_file.exists():
             raise DataError(f"{metrics_file}: fine-tuning result has no metrics.json")
         metrics = json.loads(metrics_file.read_text())
+        if metric is not None:
+            metrics["primary_metric"] = metric
         return {
             "table": table, "row": row, "column": column, "scale": scale, "seed": seed,
             "task": metrics.get("task"), "metric": metrics["primary_metric"] if "primary_metric" in metrics else None,

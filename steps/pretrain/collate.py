@@ -56,6 +56,7 @@ class PretrainingCollator:
         xpos_from_silver_rows: bool = False,
         mlm_probability: float = 0.15,
         seed: int = 0,
+        trigram_model=None,
     ):
         if tokenizer.pad_token_id != 0:
             raise ValueError(f"the collator pads with 0, but the tokenizer's [PAD] id is {tokenizer.pad_token_id}")
@@ -65,6 +66,12 @@ class PretrainingCollator:
         self.xpos_from_silver_rows = xpos_from_silver_rows
         self.special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
         self.generator = torch.Generator().manual_seed(seed)
+        # Condition H: each masked position's soft label from this `models.ngram.TrigramModel`.
+        self.trigram_model = trigram_model
+        if trigram_model is not None and trigram_model.vocab_size != len(tokenizer):
+            raise ValueError(f"the trigram model counts {trigram_model.vocab_size} ids, the tokenizer has {len(tokenizer)}")
+        self.candidates = torch.ones(len(tokenizer), dtype=torch.bool)
+        self.candidates[self.special_ids] = False
 
     def __call__(self, instances: Sequence[Instance], seed: Optional[int] = None) -> Dict[str, torch.Tensor]:
         if not instances:
@@ -104,7 +111,8 @@ class PretrainingCollator:
 
         corrupted, labels = self._mask(input_ids, seed)
         extra = {"upos_ids": self._upos_ids(instances, length)} if any("upos" in row for row in instances) else {}
-        return extra | {
+        soft = {} if self.trigram_model is None else trigram_soft_labels(self.trigram_model, input_ids, attention_mask, labels, self.candidates)
+        return extra | soft | {
             "input_ids": corrupted,
             "attention_mask": attention_mask,
             "token_type_ids": torch.zeros_like(input_ids),
@@ -143,6 +151,17 @@ class PretrainingCollator:
         finally:
             self.masker.generator = None
         raise ValueError(f"no token was masked in {MAX_MASKING_DRAWS} draws (mlm_probability too small?)")
+
+
+def trigram_soft_labels(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor, candidates: torch.Tensor):
+    """``soft_label_ids`` / ``soft_label_probs`` (N, 100) of the N masked positions (row-major), scored
+    by ``model`` on the *uncorrupted* ids: each masked position sees the others' original words."""
+    from models.ngram import soft_labels
+
+    targets = (labels != IGNORE_INDEX).nonzero()
+    context = model.position_contexts(input_ids, attention_mask.sum(1), targets)
+    ids, probs = soft_labels(model.candidate_log_scores(*context), candidates)
+    return {"soft_label_ids": ids, "soft_label_probs": probs}
 
 
 def collate_batches(collator: PretrainingCollator, rows: List[Instance], batch_size: int, seed: int):

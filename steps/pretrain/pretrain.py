@@ -232,6 +232,8 @@ class PretrainMicrobert(Step):
     VERSION = "002"  # 002: length-bucketed batches by default (PretrainingConfig.bucket_by_length)
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers"}
+    # Only condition H reads a trigram model (build_trigram_model); the others keep their IDs.
+    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None}
 
     def run(  # type: ignore[override]
         self,
@@ -244,12 +246,13 @@ class PretrainMicrobert(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
         loader_workers: int = 0,
+        trigram_model: Optional[Any] = None,
     ) -> Path:
         if loader_workers < 0:
             raise ValueError(f"loader_workers must be ≥ 0, not {loader_workers}")
         with torch_threads(num_threads):
             return self._pretrain(
-                pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers
+                pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, trigram_model
             )
 
     # ------------------------------------------------------------------------------------------
@@ -272,8 +275,10 @@ class PretrainMicrobert(Step):
         torch.manual_seed(derived_seed(seed, "init"))
         return MicroBertForPretraining.from_condition(condition, **fields)
 
-    def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0):
+    def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0,
+                  trigram_model=None):
         from models import parse_condition
+        from models.objectives import objective_sizes
 
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         tokenizer = load_tokenizer(tokenizer_dir)
@@ -288,8 +293,13 @@ class PretrainMicrobert(Step):
             if not any(tag in labels for row in train_rows if not row["tree_is_gold"][0] for tag in row["xpos"]):
                 raise ValueError("xpos_from_silver_rows=True, but the parsed corpus carries no XPOS tag of the treebank "
                                  "(was its tagger trained with ParserBudget.tagger_tags='upos'?)")
+        soft_labelled = "H" in objective_sizes(parsed.objectives)
+        if soft_labelled != (trigram_model is not None):
+            raise ValueError(f"condition {condition} " + ("trains on n-gram soft labels: give it trigram_model (build_trigram_model)"
+                                                         if soft_labelled else "reads no trigram model; drop trigram_model"))
         collator = PretrainingCollator(
-            tokenizer, xpos_labels, xpos_from_silver_rows=config.xpos_from_silver_rows, mlm_probability=config.mlm_probability
+            tokenizer, xpos_labels, xpos_from_silver_rows=config.xpos_from_silver_rows, mlm_probability=config.mlm_probability,
+            trigram_model=trigram_model,
         )
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
         optimizer = torch.optim.AdamW(
@@ -454,6 +464,11 @@ class PretrainMicrobert(Step):
         shutil.rmtree(out, ignore_errors=True)
         encoder_dir = out / "encoder"
         model.cpu().export_encoder(encoder_dir)
+        # The MLM head too (the word embeddings it is tied to are in the encoder), for the MLM-accuracy
+        # evaluation (steps/evaluate/mlm_accuracy.py); an extra file, the encoder is unchanged.
+        from safetensors.torch import save_file
+
+        save_file({name: value.contiguous() for name, value in model.mlm_head.state_dict().items()}, str(out / "mlm_head.safetensors"))
         for file in tokenizer_dir.iterdir():
             if file.is_file() and file.name != "config.json":
                 shutil.copy2(file, encoder_dir / file.name)
