@@ -13,6 +13,7 @@ from steps.common.formats import DirectoryFormat
 
 # Fixed ids: the collator pads with 0 and SPEC §B pins the rest.
 SPECIAL_TOKENS = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+CONTINUATION = "##"
 
 
 def vocabulary_size(word_types: int) -> int:
@@ -24,17 +25,39 @@ def train_wordpiece(sentences: Iterable[Sequence[str]], vocab_size: int):
     """Train a WordPiece tokenizer (NFD + lowercase, accents kept; ``Whitespace`` pre-tokenizer;
     ``##`` continuation prefix) and wrap it as a stock ``transformers`` fast tokenizer.
 
+    Deterministic across processes. The `tokenizers` trainer numbers each "##" piece when it
+    first meets it in a hash map of words, and breaks ties between equally frequent merges by
+    those numbers, so a plain run differs from the next (huggingface/tokenizers#1794, fix proposed
+    in #2066). Here every "##" piece the trainer would create (one per character seen inside a
+    word) is registered before training, in sorted order, and so gets a fixed number; the
+    vocabulary is then rebuilt with only the real special tokens marked special.
+
     It is saved as ``PreTrainedTokenizerFast`` rather than ``BertTokenizer``: transformers 5's
     BertTokenizer rebuilds its own normalizer on load (no NFD), which would turn accented words
     into [UNK]; the generic fast tokenizer reloads tokenizer.json exactly."""
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase()])
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS)
-    tokenizer.train_from_iterator((" ".join(tokens) for tokens in sentences), trainer=trainer)
+    def configured(model) -> Tokenizer:
+        tokenizer = Tokenizer(model)
+        tokenizer.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase()])
+        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+        tokenizer.decoder = decoders.WordPiece()
+        return tokenizer
+
+    texts = [" ".join(tokens) for tokens in sentences]
+    trained = configured(models.WordPiece(unk_token="[UNK]"))
+    continuing = sorted({
+        CONTINUATION + char
+        for text in texts
+        for word, _ in trained.pre_tokenizer.pre_tokenize_str(trained.normalizer.normalize_str(text))
+        for char in word[1:]
+    })
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS + continuing,
+                                        continuing_subword_prefix=CONTINUATION)
+    trained.train_from_iterator(texts, trainer=trainer)
+    tokenizer = configured(models.WordPiece(vocab=trained.get_vocab(), unk_token="[UNK]",
+                                            continuing_subword_prefix=CONTINUATION))
+    tokenizer.add_special_tokens(SPECIAL_TOKENS)
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
@@ -64,22 +87,15 @@ class TrainTokenizer(Step):
     """WordPiece vocabulary on the corpus train split (SPEC §B); size from the type count unless
     given. Result: a directory loadable with ``AutoTokenizer.from_pretrained``.
 
-    Caveat: the `tokenizers` WordPiece trainer is not deterministic across processes: it numbers
-    "##" pieces in hash-map order and breaks ties between equally frequent merges by those numbers
-    (huggingface/tokenizers#1794, fix proposed in #2066). Two trainings on the Spanish PrOnto texts
-    gave vocabularies differing in 6 of 8000 pieces. The step stays DETERMINISTIC for Tango, which
-    would otherwise never reuse its cache entry; everything downstream reads the cached vocabulary,
-    so results reproduce from a workspace, and a fresh one can differ slightly in its vocabulary.
-    On Wolof, a cold rerun of the main command (µB-MXPT-SLA) gave a vocabulary differing in 12 of
-    8,080 pieces and in the ids of 2,662, while the corpus, word vectors and corpus parser came out
-    identical. The encoder pretrained on it scored test LAS 67.29 instead of 68.55 (fine-tuning
-    seeds of the cached cell: 67.34-69.10) and NER F1 78.65 instead of 82.44 (seeds: 82.44-85.38),
-    so a cell's figure also carries this vocabulary-and-pretraining noise.
+    The vocabulary is the same in every process (see `train_wordpiece`). Before VERSION 002 it was
+    not: the `tokenizers` trainer's hash-map order made a cold rerun of the Wolof main command
+    differ in 12 of 8,080 pieces and in the ids of 2,662, and that alone moved the cell's test LAS
+    from 68.55 to 67.29 and its NER F1 from 82.44 to 78.65.
     """
 
     DETERMINISTIC = True
     CACHEABLE = True
-    VERSION = "001"
+    VERSION = "002"  # 002: deterministic vocabulary
     FORMAT = DirectoryFormat()
 
     def run(self, corpus: Dict[str, Any], vocab_size: Optional[int] = None) -> Path:  # type: ignore[override]
