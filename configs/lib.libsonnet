@@ -328,11 +328,13 @@ local pronto_tables = {
   // the Table 2/3 cell of the same condition, so they are shared through the cache.
   related_conditions: (import "conditions.libsonnet").related,
   related_experiment(language, condition, scale, seeds=[42, 43, 44])::
-    assert condition == "M" || condition == "random-init" || condition == "trigram-LM" || std.member($.related_conditions, condition) :
-      "unknown related condition " + condition + "; known: M, random-init, trigram-LM, " + std.join(", ", $.related_conditions);
+    local extra = ["M", "random-init", "trigram-LM", "M+G"];
+    assert std.member(extra + $.related_conditions, condition) :
+      "unknown related condition " + condition + "; known: " + std.join(", ", extra + $.related_conditions);
     // trigram-LM: the n-gram model alone, only in the MLM-accuracy table (argmax over the vocabulary).
     local base = if condition == "random-init" then $.random_init_experiment(language, scale, seeds=seeds)
                  else if condition == "trigram-LM" then { steps: $.data_steps(language, scale) + $.trigram_steps() }
+                 else if condition == "M+G" then $.finetune_gat_experiment(language, "M", scale, seeds=seeds)
                  else $.experiment(language, condition, scale, seeds=seeds);
     local retitle(steps) = {
       [name]: steps[name] + (if steps[name].type == "score_cell" then
@@ -341,8 +343,9 @@ local pronto_tables = {
     };
     local mlm_metrics = ["accuracy", "bin1", "bin2", "bin3", "bin4", "bin5", "word_completion"];
     {
-      // No MLM accuracy for encoders whose attention reads a parse (G): mlm_accuracy feeds no trees.
-      steps: retitle(base.steps) + (if condition == "random-init" || std.get(std.get((import "conditions.libsonnet").by_name, condition, {}), "encoder_needs_parse", false) then {} else {
+      // No MLM accuracy for encoders whose attention reads a parse (G): mlm_accuracy feeds no trees;
+      // M+G's encoder is µB-M's.
+      steps: retitle(base.steps) + (if condition == "random-init" || condition == "M+G" || std.get(std.get((import "conditions.libsonnet").by_name, condition, {}), "encoder_needs_parse", false) then {} else {
         mlm_accuracy: {
           type: "mlm_accuracy",
           pretrained: if condition == "trigram-LM" then null else ref("pretrained_model"),
