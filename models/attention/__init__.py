@@ -14,6 +14,7 @@ from .base import (
     variant_for_suffix,
 )
 from . import sla  # noqa: F401,E402  (registers "sla")
+from . import transformer_grammar  # noqa: F401,E402  (registers "tg" and "causal")
 
 __all__ = [
     "ATTENTION_VARIANTS",
