@@ -183,3 +183,57 @@ def test_actions_and_mask_on_200_wolof_trees():
         assert torch.equal(relative[row, :n, :n], expected_relative)
         assert not mask[row, :n, n:].any()
     assert mismatches == 0
+
+
+def well_formed(tokens: list[str]) -> bool:
+    """A bracketing "<s> (ROOT … ROOT) ROOT)²" where every "(X" is closed by "X)" then "X)²", every
+    constituent has a child, and nothing follows the ROOT close (checked on strings)."""
+    if tokens[:2] != ["<s>", "(ROOT"] or tokens[-2:] != ["ROOT)", "ROOT)²"]:
+        return False
+    stack: list[list] = []
+    position = 1
+    while position < len(tokens):
+        token = tokens[position]
+        if token.startswith("("):
+            stack.append([token[1:], 0])
+        elif token.endswith(")²"):
+            return False  # only directly after its close
+        elif token.endswith(")"):
+            if not stack or stack[-1][0] != token[:-1] or stack[-1][1] == 0 or tokens[position + 1 : position + 2] != [token + "²"]:
+                return False
+            stack.pop()
+            if stack:
+                stack[-1][1] += 1
+            elif position + 2 != len(tokens):
+                return False
+            position += 1
+        else:
+            if not stack:
+                return False
+            stack[-1][1] += 1
+        position += 1
+    return not stack
+
+
+def test_sampled_trees_are_well_formed():
+    from models.transformer_grammar import TransformerGrammarLM, lm_config, sample_actions
+
+    layout = ActionLayout(num_terminals=40)
+    strings = layout.token_strings(["[PAD]", "<s>", "[SEP]", "[UNK]", "[MASK]"] + [f"w{i}" for i in range(5, 40)])
+    torch.manual_seed(0)
+    config = lm_config("tg", layout.vocab_size, 40, layout.num_labels, hidden_size=16, num_hidden_layers=1,
+                       num_attention_heads=2, intermediate_size=32)
+    model = TransformerGrammarLM(config)
+    samples = sample_actions(model, 8, max_length=24, generator=torch.Generator().manual_seed(1))
+    assert len(samples) == 8
+    for sample in samples:
+        tokens = [strings[i] for i in sample]
+        assert well_formed(tokens), " ".join(tokens)
+        assert len(sample) <= 24
+        types = action_types(torch.tensor(sample), 40, layout.num_labels)
+        assert len(sample) == 1 + int((types == TERMINAL).sum()) + 3 * int((types == ONT).sum())
+    assert any((action_types(torch.tensor(s), 40, layout.num_labels) == ONT).sum() > 1 for s in samples)
+    # The checker rejects what it should.
+    assert not well_formed("<s> (ROOT w5 nsubj) nsubj)² ROOT) ROOT)²".split())
+    assert not well_formed("<s> (ROOT (obj obj) obj)² ROOT) ROOT)²".split())
+    assert not well_formed("<s> (ROOT w5 ROOT) ROOT)² w6".split())

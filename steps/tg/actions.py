@@ -27,10 +27,20 @@ attention variant read it from ``input_ids`` through the (V, L) layout stored in
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from tango import Step
+from tango.format import DillFormat
 
 from models.attention.transformer_grammar import CNT1, CNT2, ONT, PAD, SOS, TERMINAL, action_types  # noqa: F401
+from steps.common.data_root import DataError, DataPath
+from steps.data.readers import Sentence, read_conllu
+from steps.data.vocab import encode_words, load_tokenizer, train_wordpiece, vocabulary_size
+
+logger = logging.getLogger(__name__)
 
 ROOT_LABEL = "ROOT"
 # Universal dependency relations (UD v2), in a fixed order so that label ids never depend on data.
@@ -82,17 +92,6 @@ class ActionLayout:
 # ---------------------------------------------------------------------------------------------
 
 
-def _dominates(heads: Sequence[int], ancestor: int, word: int) -> bool:
-    """Whether ``ancestor`` (1-based; 0 = the artificial root) dominates ``word``."""
-    steps = 0
-    while word != 0 and steps <= len(heads):
-        if word == ancestor:
-            return True
-        word = heads[word - 1]
-        steps += 1
-    return ancestor == 0 and word == 0
-
-
 def is_tree(heads: Sequence[int]) -> bool:
     """Heads in 0..n, every word reaches 0 without a cycle."""
     n = len(heads)
@@ -109,13 +108,21 @@ def is_tree(heads: Sequence[int]) -> bool:
 
 
 def non_projective_arcs(heads: Sequence[int]) -> List[int]:
-    """Dependents (1-based) whose arc to their head spans a word the head does not dominate."""
+    """Dependents (1-based) whose arc to their head spans a word the head does not dominate
+    (``heads`` must be a tree; the artificial root 0 dominates everything)."""
+    ancestors: List[set] = []
+    for word in range(1, len(heads) + 1):
+        chain, current = set(), word
+        while current != 0:
+            chain.add(current)
+            current = heads[current - 1]
+        ancestors.append(chain)  # the word itself and its ancestors, 0 excluded
     arcs = []
     for dependent, head in enumerate(heads, 1):
-        low, high = sorted((head, dependent))
         if head == 0:
-            low = 0
-        if any(not _dominates(heads, head, between) for between in range(low + 1, high)):
+            continue
+        low, high = sorted((head, dependent))
+        if any(head not in ancestors[between - 1] for between in range(low + 1, high)):
             arcs.append(dependent)
     return arcs
 
@@ -168,3 +175,105 @@ def tree_actions(pieces: Sequence[Sequence[int]], heads: Sequence[int], deprels:
             pending.append(("pieces", word))
             pending.extend(("word", d) for d in reversed(children[word]) if d < word)  # type: ignore[index,operator]
     return actions
+
+
+# ---------------------------------------------------------------------------------------------
+# Steps
+# ---------------------------------------------------------------------------------------------
+
+
+def sentence_actions(sentence: Sentence, tokenizer, layout: ActionLayout) -> Optional[Tuple[List[int], int]]:
+    """(action ids, lifted arcs) of one sentence, or None if its tree cannot be projectivized."""
+    projective = projectivize(sentence["head"])
+    if projective is None:
+        return None
+    heads, lifts = projective
+    pieces = encode_words(tokenizer, sentence["tokens"])
+    return tree_actions(pieces, heads, sentence["deprel"], layout), lifts
+
+
+def actions_of_split(sentences: Sequence[Sentence], tokenizer, layout: ActionLayout, max_length: int, name: str):
+    """Rows {"actions": ids, "words": n} of a split, and its counts (dropped, lifted, lengths)."""
+    rows: List[Dict[str, Any]] = []
+    unprojectivizable = too_long = lifted_sentences = lifted_arcs = 0
+    for sentence in sentences:
+        if len(sentence.get("head", ())) != len(sentence["tokens"]):
+            raise DataError(f"{name}: a sentence has {len(sentence['tokens'])} tokens but {len(sentence.get('head', ()))} heads")
+        result = sentence_actions(sentence, tokenizer, layout)
+        if result is None:
+            unprojectivizable += 1
+            continue
+        actions, lifts = result
+        if len(actions) > max_length:
+            too_long += 1
+            continue
+        lifted_sentences += lifts > 0
+        lifted_arcs += lifts
+        rows.append({"actions": actions, "words": len(sentence["tokens"])})
+    lengths = sorted(len(row["actions"]) for row in rows)
+    stats = {
+        "sentences": len(sentences),
+        "kept": len(rows),
+        "dropped_unprojectivizable": unprojectivizable,
+        "dropped_too_long": too_long,
+        "lifted_sentences": lifted_sentences,
+        "lifted_arcs": lifted_arcs,
+        "words": sum(row["words"] for row in rows),
+        "mean_length": sum(lengths) / max(len(lengths), 1),
+        "median_length": lengths[len(lengths) // 2] if lengths else 0,
+        "max_length": lengths[-1] if lengths else 0,
+    }
+    logger.info(
+        "%s: %d sentences → %d action sequences; dropped %d unprojectivizable, %d longer than %d actions; "
+        "%d sentences needed %d lifted arcs", name, len(sentences), len(rows), unprojectivizable, too_long,
+        max_length, lifted_sentences, lifted_arcs,
+    )
+    return rows, stats
+
+
+@Step.register("load_treebank_trees")
+class LoadTreebankTrees(Step):
+    """Gold trees of a UD treebank as parsed-corpus-shaped splits: ``{"train", "dev", "test"}`` of
+    sentences as in :mod:`steps.data.readers` (the second language of the TG comparison: EWT)."""
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DillFormat("gz")
+
+    def run(self, train: DataPath, dev: DataPath, test: DataPath) -> Dict[str, Any]:  # type: ignore[override]
+        return {name: read_conllu(path.resolve()) for name, path in (("train", train), ("dev", dev), ("test", test))}
+
+
+@Step.register("build_tg_actions")
+class BuildTgActions(Step):
+    """Transformer-Grammar action sequences of every tree (SPEC §J): projectivized by lifting,
+    deprel-labelled constituents, WordPiece terminals, "(ROOT … ROOT)", duplicated closing
+    nonterminals.  ``trees`` is a `parse_corpus` result (train/dev) or `load_treebank_trees`
+    (train/dev/test); ``tokenizer`` the language's vocabulary, or None to train a WordPiece
+    vocabulary on the train split's words here (size as `train_tokenizer`).
+
+    Result: ``{"layout": {...}, "vocabulary": [str], <split>: [{"actions", "words"}], "stats": {split:
+    counts incl. dropped_unprojectivizable, dropped_too_long, lifted arcs, lengths}}``.
+    """
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DillFormat("gz")
+
+    def run(self, trees: Dict[str, Any], tokenizer: Optional[Path] = None, max_length: int = 256) -> Dict[str, Any]:  # type: ignore[override]
+        if tokenizer is not None:
+            wordpiece = load_tokenizer(Path(tokenizer))
+        else:
+            train_words = [sentence["tokens"] for sentence in trees["train"]]
+            wordpiece = train_wordpiece(train_words, vocabulary_size(len({w for words in train_words for w in words})))
+        if (wordpiece.pad_token_id, wordpiece.cls_token_id, wordpiece.sep_token_id) != (0, 1, 2):
+            raise DataError(f"{tokenizer}: the action layout needs [PAD] [CLS] [SEP] = ids 0 1 2")
+        layout = ActionLayout(num_terminals=len(wordpiece))
+        terminals = wordpiece.convert_ids_to_tokens(list(range(len(wordpiece))))
+        result: Dict[str, Any] = {"layout": asdict(layout), "vocabulary": layout.token_strings(terminals), "stats": {}}
+        for split in ("train", "dev", "test"):
+            if split in trees:
+                result[split], result["stats"][split] = actions_of_split(trees[split], wordpiece, layout, max_length, split)
+        return result

@@ -1,0 +1,180 @@
+"""Train and evaluate the three left-to-right LMs of the TG comparison on one action data set.
+
+    build_tg_actions ──► train_tg_lm (kind: tg | txl_trees | txl_terminals, seed)
+                                 │
+                                 ▼
+                         evaluate_tg_lm (held-out split) ──► perplexity
+
+Held-out perplexity is per word (UD words, the same count for all three models), as in the paper:
+PPL = exp(−Σ log p / N_w).  For TG and TXL(trees) p is the joint p(x, y) of the sentence and its one
+tree y (the corpus parser's for Wolof, gold for EWT); since p(x) = Σ_y p(x, y) ≥ p(x, y), their
+figure is an upper bound on the model's string perplexity (the paper tightens it with 300 proposal
+trees; we use one).  For TXL(terminals) p is the exact p(x) of the WordPiece string followed by
+[SEP], which also sums to one over strings.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import torch
+from safetensors.torch import load_file, save_file
+from tango import Step
+from transformers import get_cosine_schedule_with_warmup
+
+from models.attention.transformer_grammar import TERMINAL, action_types
+from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, lm_config, next_action_labels
+from steps.common.batching import bucketed_batches
+from steps.common.formats import DirectoryFormat
+from steps.common.runtime import derived_seed, torch_threads
+
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+
+
+def model_sequences(actions: Dict[str, Any], split: str, kind: str) -> List[List[int]]:
+    """The id sequences ``kind`` models: the action sequence, or <s> + its terminals + [SEP]."""
+    layout = actions["layout"]
+    rows = actions[split]
+    if kind != "txl_terminals":
+        return [row["actions"] for row in rows]
+    sequences = []
+    for row in rows:
+        ids = torch.tensor(row["actions"])
+        types = action_types(ids, layout["num_terminals"], layout["num_labels"])
+        sequences.append([layout["sos_id"]] + ids[types == TERMINAL].tolist() + [layout["eos_id"]])
+    return sequences
+
+
+def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tensor:
+    length = max(len(s) for s in sequences)
+    batch = torch.full((len(sequences), length), pad_id, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        batch[row, : len(sequence)] = torch.tensor(sequence)
+    return batch
+
+
+def load_lm(directory: Path) -> TransformerGrammarLM:
+    settings = json.loads((Path(directory) / CONFIG).read_text())
+    model = TransformerGrammarLM(lm_config(**settings))
+    model.load_state_dict(load_file(str(Path(directory) / WEIGHTS)))
+    return model.eval()
+
+
+def sentence_nll(model: TransformerGrammarLM, sequences: Sequence[Sequence[int]], batch_size: int = 64) -> List[float]:
+    """−log p of each whole sequence (sum over its prediction events), in nats."""
+    config = model.config
+    totals: List[float] = [0.0] * len(sequences)
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    with torch.no_grad():
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size]
+            input_ids = pad_batch([sequences[i] for i in chosen])
+            labels = next_action_labels(input_ids, config.tg_num_terminals, config.tg_num_labels)
+            nll = model(input_ids, labels).token_nll.sum(-1)
+            for index, value in zip(chosen, nll.tolist()):
+                totals[index] = value
+    return totals
+
+
+@Step.register("train_tg_lm")
+class TrainTgLanguageModel(Step):
+    """Train one µB-size left-to-right LM (`models.transformer_grammar`) of ``kind`` on the train
+    split of `build_tg_actions`: AdamW, linear warmup then cosine decay, length-bucketed batches
+    drawn from (seed, epoch), next-action NLL over labelled positions.
+
+    Result: a directory with ``model.safetensors``, ``config.json`` (the `lm_config` arguments) and
+    ``metrics.json`` (training loss curve, seconds per step).
+    """
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DirectoryFormat()
+    SKIP_ID_ARGUMENTS = {"num_threads"}
+
+    def run(  # type: ignore[override]
+        self,
+        actions: Dict[str, Any],
+        kind: str,
+        seed: int = 42,
+        max_steps: int = 2000,
+        batch_size: int = 32,
+        lr: float = 1e-3,
+        warmup: float = 0.1,
+        weight_decay: float = 0.01,
+        num_threads: Optional[int] = None,
+    ) -> Path:
+        if kind not in LM_KINDS:
+            raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
+        layout = actions["layout"]
+        settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
+                    "num_labels": layout["num_labels"]}
+        sequences = model_sequences(actions, "train", kind)
+        torch.manual_seed(derived_seed(seed, "tg_lm_init"))
+        model = TransformerGrammarLM(lm_config(**settings))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=weight_decay)
+        schedule = get_cosine_schedule_with_warmup(optimizer, int(warmup * max_steps), max_steps)
+        lengths = [len(s) for s in sequences]
+        history, epoch, batches, started = [], 0, [], time.perf_counter()
+        with torch_threads(num_threads):
+            model.train()
+            for step in range(1, max_steps + 1):
+                if not batches:
+                    batches = bucketed_batches(lengths, batch_size, torch.Generator().manual_seed(derived_seed(seed, "tg_lm_batches", epoch)))
+                    epoch += 1
+                input_ids = pad_batch([sequences[i] for i in batches.pop()])
+                torch.manual_seed(derived_seed(seed, "tg_lm_dropout", step))
+                loss = model(input_ids, next_action_labels(input_ids, layout["num_terminals"], layout["num_labels"])).loss
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                schedule.step()
+                optimizer.zero_grad(set_to_none=True)
+                if step % max(1, max_steps // 20) == 0 or step == max_steps:
+                    history.append({"step": step, "loss": loss.item()})
+                    self.logger.info("%s step %d/%d loss %.3f", kind, step, max_steps, loss.item())
+        seconds = time.perf_counter() - started
+        out = self.work_dir / "lm"
+        out.mkdir(parents=True, exist_ok=True)
+        save_file({name: tensor.contiguous() for name, tensor in model.state_dict().items()}, str(out / WEIGHTS))
+        (out / CONFIG).write_text(json.dumps(settings, indent=2))
+        metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": epoch,
+                   "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max_steps,
+                   "parameters": sum(p.numel() for p in model.parameters()), "history": history}
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        return out
+
+
+@Step.register("evaluate_tg_lm")
+class EvaluateTgLanguageModel(Step):
+    """Held-out per-word perplexity of a `train_tg_lm` model on ``split`` (see the module doc for
+    what it bounds).  Result: ``{"kind", "split", "perplexity", "nll_nats", "words", "sentences",
+    "bound"}``."""
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    SKIP_ID_ARGUMENTS = {"num_threads"}
+
+    def run(self, model: Path, actions: Dict[str, Any], split: str = "dev", num_threads: Optional[int] = None) -> Dict[str, Any]:  # type: ignore[override]
+        with torch_threads(num_threads):
+            lm = load_lm(model)
+            kind = lm.config.tg_kind
+            totals = sentence_nll(lm, model_sequences(actions, split, kind))
+        words = sum(row["words"] for row in actions[split])
+        nll = sum(totals)
+        result = {
+            "kind": kind,
+            "split": split,
+            "perplexity": math.exp(nll / words),
+            "nll_nats": nll,
+            "words": words,
+            "sentences": len(totals),
+            "bound": "exact p(x)" if kind == "txl_terminals" else "upper bound: joint p(x, y) with one tree",
+        }
+        self.logger.info("%s %s: per-word perplexity %.2f over %d words", kind, split, result["perplexity"], words)
+        return result
