@@ -250,9 +250,13 @@ local pronto_tables = {
       } + {
         ["ppl_" + kind + "_s" + seed]: {
           type: "evaluate_tg_lm", model: ref("lm_" + kind + "_s" + seed), actions: ref("tg_actions"),
-          split: if gold then "test" else "dev",
+          language: language, scale: scale, split: if gold then "test" else "dev",
         }
         for kind in kinds for seed in seeds
+      } + {
+        // The TG table's cells (python -m reporting.tables): mean ± sd of the seeds' perplexities.
+        ["tg_" + kind + "_cell"]: { type: "aggregate_cell", scores: [ref("ppl_" + kind + "_s" + seed) for seed in seeds] }
+        for kind in kinds
       },
     },
 

@@ -237,3 +237,50 @@ def test_sampled_trees_are_well_formed():
     assert not well_formed("<s> (ROOT w5 nsubj) nsubj)² ROOT) ROOT)²".split())
     assert not well_formed("<s> (ROOT (obj obj) obj)² ROOT) ROOT)²".split())
     assert not well_formed("<s> (ROOT w5 ROOT) ROOT)² w6".split())
+
+
+def test_labels_of_figure_2():
+    """Labels: the next action; none at COMPOSE positions (6, 10, 12) nor at the last (13)."""
+    from models.transformer_grammar import IGNORE_INDEX, next_action_labels
+
+    layout = ActionLayout(num_terminals=10)
+    the, blue, bird, sings = 5, 6, 7, 8
+    s, np_, vp = (layout.open_id(label) for label in ("ROOT", "nsubj", "obj"))
+    s_, np_c, vp_c = (layout.close_id(label) for label in ("ROOT", "nsubj", "obj"))
+    ids = [1, s, np_, the, blue, bird, np_c, layout.stack_close_id(np_c), vp, sings, vp_c,
+           layout.stack_close_id(vp_c), s_, layout.stack_close_id(s_)]
+    labels = next_action_labels(torch.tensor([ids + [0, 0]]), 10, layout.num_labels)[0].tolist()
+    expected = [s, np_, the, blue, bird, np_c, None, vp, sings, vp_c, None, s_, None, None, None, None]
+    assert labels == [IGNORE_INDEX if e is None else e for e in expected]
+
+
+def test_build_train_evaluate_on_a_wolof_slice(tmp_path):
+    """The TG steps end to end on 60 Wolof UD trees (WordPiece trained on them), 2 training steps."""
+    import math
+
+    from steps.tg.actions import BuildTgActions
+    from steps.tg.language_model import EvaluateTgLanguageModel, TrainTgLanguageModel, model_sequences
+
+    sentences = wolof_trees(60)
+    trees = {"train": sentences[:50], "dev": sentences[50:]}
+    actions = BuildTgActions(trees=trees).run(trees=trees)
+    stats = actions["stats"]["train"]
+    assert stats["kept"] + stats["dropped_unprojectivizable"] + stats["dropped_too_long"] == 50
+    assert stats["lifted_arcs"] >= stats["lifted_sentences"]
+    layout = actions["layout"]
+    for row in actions["train"]:
+        types = action_types(torch.tensor(row["actions"]), layout["num_terminals"], layout["num_labels"])
+        assert len(row["actions"]) == 1 + int((types == TERMINAL).sum()) + 3 * int((types == ONT).sum())
+    terminals = model_sequences(actions, "dev", "txl_terminals")
+    assert all(s[0] == 1 and s[-1] == 2 and all(5 <= i < layout["num_terminals"] or i == 3 for i in s[1:-1]) for s in terminals)
+    results = {}
+    for kind in ("tg", "txl_trees", "txl_terminals"):
+        step = TrainTgLanguageModel(actions=actions, kind=kind)
+        step.work_dir_for_run = tmp_path / kind  # run outside a workspace
+        step.work_dir_for_run.mkdir()
+        model = step.run(actions=actions, kind=kind, max_steps=2, batch_size=8)
+        results[kind] = EvaluateTgLanguageModel(model=model, actions=actions, language="wolof", scale="test").run(
+            model=model, actions=actions, language="wolof", scale="test", split="dev")
+    for kind, result in results.items():
+        assert result["row"] == kind and result["words"] == sum(len(s["tokens"]) for s in sentences[50:])
+        assert math.isfinite(result["test"]) and result["test"] > 1

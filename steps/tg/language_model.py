@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 from safetensors.torch import load_file, save_file
 from tango import Step
+from tango.format import JsonFormat
 from transformers import get_cosine_schedule_with_warmup
 
 from models.attention.transformer_grammar import TERMINAL, action_types
@@ -152,29 +153,33 @@ class TrainTgLanguageModel(Step):
 @Step.register("evaluate_tg_lm")
 class EvaluateTgLanguageModel(Step):
     """Held-out per-word perplexity of a `train_tg_lm` model on ``split`` (see the module doc for
-    what it bounds).  Result: ``{"kind", "split", "perplexity", "nll_nats", "words", "sentences",
-    "bound"}``."""
+    what it bounds), as one seed's score of the TG table: the `score_cell` layout (table "tg", row =
+    the model's kind, column = ``language``) with the perplexity as "test" (the held-out split, named
+    in "split"), so that `aggregate_cell` and `python -m reporting.tables` read it like any cell."""
 
     DETERMINISTIC = True
     CACHEABLE = True
     VERSION = "001"
+    FORMAT = JsonFormat()
     SKIP_ID_ARGUMENTS = {"num_threads"}
 
-    def run(self, model: Path, actions: Dict[str, Any], split: str = "dev", num_threads: Optional[int] = None) -> Dict[str, Any]:  # type: ignore[override]
+    def run(  # type: ignore[override]
+        self, model: Path, actions: Dict[str, Any], language: str, scale: str, split: str = "dev",
+        num_threads: Optional[int] = None,
+    ) -> Dict[str, Any]:
         with torch_threads(num_threads):
             lm = load_lm(model)
             kind = lm.config.tg_kind
             totals = sentence_nll(lm, model_sequences(actions, split, kind))
+        training = json.loads((Path(model) / "metrics.json").read_text())
         words = sum(row["words"] for row in actions[split])
         nll = sum(totals)
-        result = {
-            "kind": kind,
-            "split": split,
-            "perplexity": math.exp(nll / words),
-            "nll_nats": nll,
-            "words": words,
-            "sentences": len(totals),
+        perplexity = math.exp(nll / words)
+        self.logger.info("%s %s %s: per-word perplexity %.2f over %d words", language, kind, split, perplexity, words)
+        return {
+            "table": "tg", "row": kind, "column": language, "scale": scale, "seed": training["seed"],
+            "task": "language_modelling", "metric": "perplexity", "test": perplexity, "dev": None,
+            "split": split, "nll_nats": nll, "words": words, "sentences": len(totals),
             "bound": "exact p(x)" if kind == "txl_terminals" else "upper bound: joint p(x, y) with one tree",
+            "encoder": None, "train_seconds": training["seconds"],
         }
-        self.logger.info("%s %s: per-word perplexity %.2f over %d words", kind, split, result["perplexity"], words)
-        return result
