@@ -102,9 +102,10 @@ class TransformerGrammarLM(nn.Module):
     def position_scores(self, input_ids: torch.Tensor) -> list[torch.Tensor]:
         """Per layer, the (B, H, T, T) relative-position score b_{l,h}[R_ij]."""
         index = self.relative_positions(input_ids) - RELATIVE_POSITION_MIN  # (B, T, T) in [0, 64)
-        # One gather for all layers: table (L, H, 64) indexed by (B, T, T) → (L, B, H, T, T).
-        gathered = self.relative_bias[:, None, :, None, None, :].expand(-1, index.shape[0], -1, *index.shape[1:], -1)
-        scores = torch.gather(gathered, -1, index[None, :, None, :, :, None].expand(*gathered.shape[:-1], 1))[..., 0]
+        # One lookup for all layers: table (L, H, 64) indexed by (B, T, T) → (L, H, B, T, T).  (Its
+        # backward is a scatter-add into the small table; a gather from an expanded table would
+        # materialise a 64× larger gradient.)
+        scores = self.relative_bias[:, :, index].transpose(1, 2)
         return list(scores.unbind(0))
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> LmOutput:

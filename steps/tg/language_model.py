@@ -165,14 +165,16 @@ class EvaluateTgLanguageModel(Step):
 
     def run(  # type: ignore[override]
         self, model: Path, actions: Dict[str, Any], language: str, scale: str, split: str = "dev",
-        num_threads: Optional[int] = None,
+        max_sentences: Optional[int] = None, num_threads: Optional[int] = None,
     ) -> Dict[str, Any]:
+        """:param max_sentences: score only the split's first N sentences (smoke scale); None = all."""
+        rows = actions[split][:max_sentences]
         with torch_threads(num_threads):
             lm = load_lm(model)
             kind = lm.config.tg_kind
-            totals = sentence_nll(lm, model_sequences(actions, split, kind))
+            totals = sentence_nll(lm, model_sequences({**actions, split: rows}, split, kind))
         training = json.loads((Path(model) / "metrics.json").read_text())
-        words = sum(row["words"] for row in actions[split])
+        words = sum(row["words"] for row in rows)
         nll = sum(totals)
         perplexity = math.exp(nll / words)
         self.logger.info("%s %s %s: per-word perplexity %.2f over %d words", language, kind, split, perplexity, words)
