@@ -250,7 +250,7 @@ local pronto_tables = {
       } + {
         ["ppl_" + kind + "_s" + seed]: {
           type: "evaluate_tg_lm", model: ref("lm_" + kind + "_s" + seed), actions: ref("tg_actions"),
-          language: language, scale: scale, split: if gold then "test" else "dev",
+          table: "tg", row: kind, column: language, scale: scale, split: if gold then "test" else "dev",
         } + s.tg.evaluation
         for kind in kinds for seed in seeds
       } + {

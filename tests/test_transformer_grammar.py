@@ -279,8 +279,8 @@ def test_build_train_evaluate_on_a_wolof_slice(tmp_path):
         step.work_dir_for_run = tmp_path / kind  # run outside a workspace
         step.work_dir_for_run.mkdir()
         model = step.run(actions=actions, kind=kind, max_steps=2, batch_size=8)
-        results[kind] = EvaluateTgLanguageModel(model=model, actions=actions, language="wolof", scale="test").run(
-            model=model, actions=actions, language="wolof", scale="test", split="dev")
+        cell = dict(table="tg", row=kind, column="wolof", scale="test")
+        results[kind] = EvaluateTgLanguageModel(model=model, actions=actions, **cell).run(model=model, actions=actions, split="dev", **cell)
     for kind, result in results.items():
         assert result["row"] == kind and result["words"] == sum(len(s["tokens"]) for s in sentences[50:])
         assert math.isfinite(result["test"]) and result["test"] > 1

@@ -164,22 +164,26 @@ class EvaluateTgLanguageModel(Step):
     SKIP_ID_ARGUMENTS = {"num_threads"}
 
     def run(  # type: ignore[override]
-        self, model: Path, actions: Dict[str, Any], language: str, scale: str, split: str = "dev",
+        self, model: Path, actions: Dict[str, Any], table: str, row: str, column: str, scale: str, split: str = "dev",
         max_sentences: Optional[int] = None, num_threads: Optional[int] = None,
     ) -> Dict[str, Any]:
-        """:param max_sentences: score only the split's first N sentences (smoke scale); None = all."""
+        """:param table, row, column, scale: the cell, as for `score_cell` (row: the model's kind,
+            column: the language); the reporting graph reads them from the config.
+        :param max_sentences: score only the split's first N sentences (smoke scale); None = all."""
         rows = actions[split][:max_sentences]
+        lm = load_lm(model)
+        kind, language = lm.config.tg_kind, column
+        if row != kind:
+            raise ValueError(f"evaluate_tg_lm: row {row!r} names another kind than the model's ({kind!r})")
         with torch_threads(num_threads):
-            lm = load_lm(model)
-            kind = lm.config.tg_kind
             totals = sentence_nll(lm, model_sequences({**actions, split: rows}, split, kind))
         training = json.loads((Path(model) / "metrics.json").read_text())
-        words = sum(row["words"] for row in rows)
+        words = sum(sentence["words"] for sentence in rows)
         nll = sum(totals)
         perplexity = math.exp(nll / words)
         self.logger.info("%s %s %s: per-word perplexity %.2f over %d words", language, kind, split, perplexity, words)
         return {
-            "table": "tg", "row": kind, "column": language, "scale": scale, "seed": training["seed"],
+            "table": table, "row": kind, "column": language, "scale": scale, "seed": training["seed"],
             "task": "language_modelling", "metric": "perplexity", "test": perplexity, "dev": None,
             "split": split, "nll_nats": nll, "words": words, "sentences": len(totals),
             "bound": "exact p(x)" if kind == "txl_terminals" else "upper bound: joint p(x, y) with one tree",
