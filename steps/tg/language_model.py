@@ -189,3 +189,34 @@ class EvaluateTgLanguageModel(Step):
             "bound": "exact p(x)" if kind == "txl_terminals" else "upper bound: joint p(x, y) with one tree",
             "encoder": None, "train_seconds": training["seconds"],
         }
+
+
+def bracketing(sequence: Sequence[int], vocabulary: Sequence[str]) -> str:
+    """A sampled action sequence as text: the tree with "(rel … rel)", CNT2 copies and <s> left out."""
+    return " ".join(vocabulary[i] for i in sequence[1:] if not vocabulary[i].endswith(")²"))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Sample trees from a trained TG (or TXL (trees)) model:
+    ``python -m steps.tg.language_model <train_tg_lm result dir> <vocabulary.json> [-n 5]``, where
+    vocabulary.json is the "vocabulary" list of the build_tg_actions result."""
+    import argparse
+
+    from models.transformer_grammar import sample_actions
+
+    parser = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("vocabulary", type=Path)
+    parser.add_argument("-n", type=int, default=5)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    vocabulary = json.loads(args.vocabulary.read_text())
+    model = load_lm(args.model)
+    for sample in sample_actions(model, args.n, args.max_length, torch.Generator().manual_seed(args.seed)):
+        print(bracketing(sample, vocabulary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
