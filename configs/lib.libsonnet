@@ -250,6 +250,44 @@ local pronto_tables = {
   },
 
   // The data pipeline alone, shared by every condition (experiments/*_data.jsonnet).
+  // Transformer Grammars (SPEC §J): TG, TXL(trees) and TXL(terminals) on one language's trees,
+  // `seeds` each, with held-out per-word perplexity. Languages with a corpus use the corpus parse
+  // (train/dev, scored on the corpus dev split) and the shared vocabulary; "english" uses the EWT
+  // gold trees (train, scored on test) and a WordPiece vocabulary of their train split.
+  tg_experiment(language, scale, seeds=[42, 43, 44])::
+    local s = scales[scale];
+    local gold = language == "english";
+    local trees = if gold then {
+      treebank_trees: { type: "load_treebank_trees", train: ud(language, "train"), dev: ud(language, "dev"), test: ud(language, "test") },
+    } else {
+      [name]: $.data_steps(language, scale)[name]
+      for name in std.objectFields($.data_steps(language, scale)) if name != "pretraining_data"
+    };
+    local kinds = ["tg", "txl_trees", "txl_terminals"];
+    {
+      steps: trees + {
+        tg_actions: {
+          type: "build_tg_actions",
+          trees: ref(if gold then "treebank_trees" else "parsed_corpus"),
+          [if !gold then "tokenizer"]: ref("tokenizer"),
+          max_length: s.tg.max_length,
+        },
+      } + {
+        ["lm_" + kind + "_s" + seed]: { type: "train_tg_lm", actions: ref("tg_actions"), kind: kind, seed: seed } + s.tg.training
+        for kind in kinds for seed in seeds
+      } + {
+        ["ppl_" + kind + "_s" + seed]: {
+          type: "evaluate_tg_lm", model: ref("lm_" + kind + "_s" + seed), actions: ref("tg_actions"),
+          table: "tg", row: kind, column: language, scale: scale, split: if gold then "test" else "dev",
+        } + s.tg.evaluation
+        for kind in kinds for seed in seeds
+      } + {
+        // The TG table's cells (python -m reporting.tables): mean ± sd of the seeds' perplexities.
+        ["tg_" + kind + "_cell"]: { type: "aggregate_cell", scores: [ref("ppl_" + kind + "_s" + seed) for seed in seeds] }
+        for kind in kinds
+      },
+    },
+
   data_experiment(language, scale, parser_backend="stanza"):: {
     steps: $.data_steps(language, scale, parser_backend),
   },

@@ -20,7 +20,7 @@ from .attention import ATTENTION_VARIANTS
 from .attention.syntax_gat import GAT_FUSIONS
 from .objectives import check_objectives
 
-POSITION_EMBEDDING_TYPES = ("absolute", "relative_key_query")
+POSITION_EMBEDDING_TYPES = ("absolute", "relative_key_query", "none")
 SLA_WITHOUT_PARSE_MODES = ("error", "global")
 PHRASE_SIMILARITIES = ("paper", "reference")
 
@@ -52,7 +52,9 @@ class MicroBertConfig(BertConfig):
         position_embedding_type (`str`, defaults to ``"absolute"``):
             ``"absolute"`` (stock BERT) or ``"relative_key_query"`` (the reference's setting, SPEC §C:
             no absolute position embeddings are added; each layer has a (2·max_positions−1)×head_dim
-            distance table used on both queries and keys, as in transformers 4.x).
+            distance table used on both queries and keys, as in transformers 4.x), or ``"none"``: no
+            position information in the encoder at all (Transformer-Grammar LMs add their own relative
+            scores through the attention hook, `models.transformer_grammar`).
         pretraining_objectives (`str`, defaults to ``"M"``):
             Letters of the registered objectives (`models.objectives`) whose losses
             `MicroBertForPretraining` sums (paper §4): M = MLM, X = XPOS tagging, P = SynCLM phrase

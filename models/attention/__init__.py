@@ -16,6 +16,7 @@ from .base import (
 from . import sla  # noqa: F401,E402  (registers "sla")
 from . import band  # noqa: F401,E402  (registers "band5", "band9", "band13": conditions M-A5, M-A9, M-A13)
 from . import syntax_gat  # noqa: F401,E402  (registers "syntax_gat", condition suffix "G")
+from . import transformer_grammar  # noqa: F401,E402  (registers "tg" and "causal")
 
 __all__ = [
     "ATTENTION_VARIANTS",

@@ -33,7 +33,11 @@ def _sum(first: LayerTensors, second: LayerTensors) -> LayerTensors:
         return second if first is None else first
     if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor):
         return first + second
-    raise ValueError("cannot combine a per-layer AttentionModifier entry with another one; build one list")
+    if isinstance(first, torch.Tensor) or isinstance(second, torch.Tensor):
+        # One tensor for all layers plus a per-layer list (e.g. a mask plus per-layer position scores).
+        shared, per_layer = (first, second) if isinstance(first, torch.Tensor) else (second, first)
+        return [shared if entry is None else shared + entry for entry in per_layer]
+    raise ValueError("cannot combine two per-layer AttentionModifier entries; build one list")
 
 
 @dataclass

@@ -1,0 +1,2 @@
+// Transformer Grammars on English EWT gold trees: TG, TXL(trees), TXL(terminals), 3 seeds, smoke scale.
+(import "../../configs/lib.libsonnet").tg_experiment("english", "smoke")

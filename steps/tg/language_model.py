@@ -1,0 +1,222 @@
+"""Train and evaluate the three left-to-right LMs of the TG comparison on one action data set.
+
+    build_tg_actions ──► train_tg_lm (kind: tg | txl_trees | txl_terminals, seed)
+                                 │
+                                 ▼
+                         evaluate_tg_lm (held-out split) ──► perplexity
+
+Held-out perplexity is per word (UD words, the same count for all three models), as in the paper:
+PPL = exp(−Σ log p / N_w).  For TG and TXL(trees) p is the joint p(x, y) of the sentence and its one
+tree y (the corpus parser's for Wolof, gold for EWT); since p(x) = Σ_y p(x, y) ≥ p(x, y), their
+figure is an upper bound on the model's string perplexity (the paper tightens it with 300 proposal
+trees; we use one).  For TXL(terminals) p is the exact p(x) of the WordPiece string followed by
+[SEP], which also sums to one over strings.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import torch
+from safetensors.torch import load_file, save_file
+from tango import Step
+from tango.format import JsonFormat
+from transformers import get_cosine_schedule_with_warmup
+
+from models.attention.transformer_grammar import TERMINAL, action_types
+from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, lm_config, next_action_labels
+from steps.common.batching import bucketed_batches
+from steps.common.formats import DirectoryFormat
+from steps.common.runtime import derived_seed, torch_threads
+
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+
+
+def model_sequences(actions: Dict[str, Any], split: str, kind: str) -> List[List[int]]:
+    """The id sequences ``kind`` models: the action sequence, or <s> + its terminals + [SEP]."""
+    layout = actions["layout"]
+    rows = actions[split]
+    if kind != "txl_terminals":
+        return [row["actions"] for row in rows]
+    sequences = []
+    for row in rows:
+        ids = torch.tensor(row["actions"])
+        types = action_types(ids, layout["num_terminals"], layout["num_labels"])
+        sequences.append([layout["sos_id"]] + ids[types == TERMINAL].tolist() + [layout["eos_id"]])
+    return sequences
+
+
+def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tensor:
+    length = max(len(s) for s in sequences)
+    batch = torch.full((len(sequences), length), pad_id, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        batch[row, : len(sequence)] = torch.tensor(sequence)
+    return batch
+
+
+def load_lm(directory: Path) -> TransformerGrammarLM:
+    settings = json.loads((Path(directory) / CONFIG).read_text())
+    model = TransformerGrammarLM(lm_config(**settings))
+    model.load_state_dict(load_file(str(Path(directory) / WEIGHTS)))
+    return model.eval()
+
+
+def sentence_nll(model: TransformerGrammarLM, sequences: Sequence[Sequence[int]], batch_size: int = 64) -> List[float]:
+    """−log p of each whole sequence (sum over its prediction events), in nats."""
+    config = model.config
+    totals: List[float] = [0.0] * len(sequences)
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    with torch.no_grad():
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size]
+            input_ids = pad_batch([sequences[i] for i in chosen])
+            labels = next_action_labels(input_ids, config.tg_num_terminals, config.tg_num_labels)
+            nll = model(input_ids, labels).token_nll.sum(-1)
+            for index, value in zip(chosen, nll.tolist()):
+                totals[index] = value
+    return totals
+
+
+@Step.register("train_tg_lm")
+class TrainTgLanguageModel(Step):
+    """Train one µB-size left-to-right LM (`models.transformer_grammar`) of ``kind`` on the train
+    split of `build_tg_actions`: AdamW, linear warmup then cosine decay, length-bucketed batches
+    drawn from (seed, epoch), next-action NLL over labelled positions.
+
+    Result: a directory with ``model.safetensors``, ``config.json`` (the `lm_config` arguments) and
+    ``metrics.json`` (training loss curve, seconds per step).
+    """
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = DirectoryFormat()
+    SKIP_ID_ARGUMENTS = {"num_threads"}
+
+    def run(  # type: ignore[override]
+        self,
+        actions: Dict[str, Any],
+        kind: str,
+        seed: int = 42,
+        max_steps: int = 2000,
+        batch_size: int = 32,
+        lr: float = 1e-3,
+        warmup: float = 0.1,
+        weight_decay: float = 0.01,
+        num_threads: Optional[int] = None,
+    ) -> Path:
+        if kind not in LM_KINDS:
+            raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
+        layout = actions["layout"]
+        settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
+                    "num_labels": layout["num_labels"]}
+        sequences = model_sequences(actions, "train", kind)
+        torch.manual_seed(derived_seed(seed, "tg_lm_init"))
+        model = TransformerGrammarLM(lm_config(**settings))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=weight_decay)
+        schedule = get_cosine_schedule_with_warmup(optimizer, int(warmup * max_steps), max_steps)
+        lengths = [len(s) for s in sequences]
+        history, epoch, batches, started = [], 0, [], time.perf_counter()
+        with torch_threads(num_threads):
+            model.train()
+            for step in range(1, max_steps + 1):
+                if not batches:
+                    batches = bucketed_batches(lengths, batch_size, torch.Generator().manual_seed(derived_seed(seed, "tg_lm_batches", epoch)))
+                    epoch += 1
+                input_ids = pad_batch([sequences[i] for i in batches.pop()])
+                torch.manual_seed(derived_seed(seed, "tg_lm_dropout", step))
+                loss = model(input_ids, next_action_labels(input_ids, layout["num_terminals"], layout["num_labels"])).loss
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                schedule.step()
+                optimizer.zero_grad(set_to_none=True)
+                if step % max(1, max_steps // 20) == 0 or step == max_steps:
+                    history.append({"step": step, "loss": loss.item()})
+                    self.logger.info("%s step %d/%d loss %.3f", kind, step, max_steps, loss.item())
+        seconds = time.perf_counter() - started
+        out = self.work_dir / "lm"
+        out.mkdir(parents=True, exist_ok=True)
+        save_file({name: tensor.contiguous() for name, tensor in model.state_dict().items()}, str(out / WEIGHTS))
+        (out / CONFIG).write_text(json.dumps(settings, indent=2))
+        metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": epoch,
+                   "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max_steps,
+                   "parameters": sum(p.numel() for p in model.parameters()), "history": history}
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        return out
+
+
+@Step.register("evaluate_tg_lm")
+class EvaluateTgLanguageModel(Step):
+    """Held-out per-word perplexity of a `train_tg_lm` model on ``split`` (see the module doc for
+    what it bounds), as one seed's score of the TG table: the `score_cell` layout (table "tg", row =
+    the model's kind, column = ``language``) with the perplexity as "test" (the held-out split, named
+    in "split"), so that `aggregate_cell` and `python -m reporting.tables` read it like any cell."""
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    VERSION = "001"
+    FORMAT = JsonFormat()
+    SKIP_ID_ARGUMENTS = {"num_threads"}
+
+    def run(  # type: ignore[override]
+        self, model: Path, actions: Dict[str, Any], table: str, row: str, column: str, scale: str, split: str = "dev",
+        max_sentences: Optional[int] = None, num_threads: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """:param table, row, column, scale: the cell, as for `score_cell` (row: the model's kind,
+            column: the language); the reporting graph reads them from the config.
+        :param max_sentences: score only the split's first N sentences (smoke scale); None = all."""
+        rows = actions[split][:max_sentences]
+        lm = load_lm(model)
+        kind, language = lm.config.tg_kind, column
+        if row != kind:
+            raise ValueError(f"evaluate_tg_lm: row {row!r} names another kind than the model's ({kind!r})")
+        with torch_threads(num_threads):
+            totals = sentence_nll(lm, model_sequences({**actions, split: rows}, split, kind))
+        training = json.loads((Path(model) / "metrics.json").read_text())
+        words = sum(sentence["words"] for sentence in rows)
+        nll = sum(totals)
+        perplexity = math.exp(nll / words)
+        self.logger.info("%s %s %s: per-word perplexity %.2f over %d words", language, kind, split, perplexity, words)
+        return {
+            "table": table, "row": kind, "column": language, "scale": scale, "seed": training["seed"],
+            "task": "language_modelling", "metric": "perplexity", "test": perplexity, "dev": None,
+            "split": split, "nll_nats": nll, "words": words, "sentences": len(totals),
+            "bound": "exact p(x)" if kind == "txl_terminals" else "upper bound: joint p(x, y) with one tree",
+            "encoder": None, "train_seconds": training["seconds"],
+        }
+
+
+def bracketing(sequence: Sequence[int], vocabulary: Sequence[str]) -> str:
+    """A sampled action sequence as text: the tree with "(rel … rel)", CNT2 copies and <s> left out."""
+    return " ".join(vocabulary[i] for i in sequence[1:] if not vocabulary[i].endswith(")²"))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Sample trees from a trained TG (or TXL (trees)) model:
+    ``python -m steps.tg.language_model <train_tg_lm result dir> <vocabulary.json> [-n 5]``, where
+    vocabulary.json is the "vocabulary" list of the build_tg_actions result."""
+    import argparse
+
+    from models.transformer_grammar import sample_actions
+
+    parser = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("vocabulary", type=Path)
+    parser.add_argument("-n", type=int, default=5)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    vocabulary = json.loads(args.vocabulary.read_text())
+    model = load_lm(args.model)
+    for sample in sample_actions(model, args.n, args.max_length, torch.Generator().manual_seed(args.seed)):
+        print(bracketing(sample, vocabulary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
