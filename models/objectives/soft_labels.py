@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import IGNORE_INDEX, PER_MASKED_TOKEN, ObjectiveInputs, ObjectiveLoss, PretrainingObjective, register_objective
-from .mlm import MicroBertMLMHead
+from .base import IGNORE_INDEX, ObjectiveInputs, ObjectiveLoss, register_objective
+from .mlm import MaskedLanguageModelling
 
 
 def soft_target_cross_entropy(logits: torch.Tensor, ids: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
@@ -21,16 +21,11 @@ def soft_target_cross_entropy(logits: torch.Tensor, ids: torch.Tensor, probs: to
 
 
 @register_objective
-class SoftLabelMLM(PretrainingObjective):
-    letter = "H"
-    name = "mlm"
-    batch_fields = ("labels", "soft_label_ids", "soft_label_probs")
-    dev_average = PER_MASKED_TOKEN
-    label_field = "labels"
-    masked_lm = True
+class SoftLabelMLM(MaskedLanguageModelling):
+    """M's head and masking, trained on the n-gram soft labels instead of the one-hot targets."""
 
-    def build_head(self) -> nn.Module:
-        return MicroBertMLMHead(self.config)
+    letter = "H"
+    batch_fields = ("labels", "soft_label_ids", "soft_label_probs")
 
     def loss(self, head: nn.Module, inputs: ObjectiveInputs) -> ObjectiveLoss:
         masked = inputs.batch["labels"] != IGNORE_INDEX
