@@ -30,6 +30,12 @@ local pronto_tables = {
 
 {
   scales: scales,
+
+  // The labels of a training step's W&B run (steps/common/tracking.py): named
+  // <language>-<condition>-<scale>-<task>-s<seed>, grouped by <language>-<condition>-<scale>.
+  // Not in any cache key (`wandb` is in each training step's SKIP_ID_ARGUMENTS); SIB_WANDB=off or
+  // `wandb: false` turns tracking off.
+  wandb_labels(language, condition, scale):: { language: language, condition: condition, scale: scale },
   data: data,
   ud: ud,
 
@@ -91,6 +97,7 @@ local pronto_tables = {
   // plain `finetune.pronto` settings; pretrained encoders add `finetune.pronto_pretrained` on top.
   evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true)::
     local s = scales[scale];
+    local tracking = { wandb: $.wandb_labels(language, row, scale) };
     local sla = if encoder_needs_parse then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" };
     local cell(task, table, column, finetune) =
       {
@@ -120,7 +127,7 @@ local pronto_tables = {
       dev: ud(language, "dev"),
       test: ud(language, "test"),
       config: s.finetune.ud,
-    } + sla)
+    } + sla + tracking)
     + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", language, {
       type: "finetune_ner",
       encoder: encoder,
@@ -128,7 +135,7 @@ local pronto_tables = {
       dev: wikiann(language, "dev"),
       test: wikiann(language, "test"),
       config: s.finetune.ner,
-    } + sla) else {})
+    } + sla + tracking) else {})
     + (if pronto_data == null then {} else $.pronto_steps(language, scale, encoder, row, seeds, pronto_data, pronto_missing_train, pretrained)),
 
   // PrOnto's five tasks for one encoder (Tables 4, 7-9), cells as in evaluation_steps.
@@ -146,6 +153,7 @@ local pronto_tables = {
         dev: data(pronto_data + "/" + task + "_dev.tsv"),
         test: data(pronto_data + "/" + task + "_test.tsv"),
         config: settings(task) + { seed: seed },
+        wandb: $.wandb_labels(column, row, scale),
       }
       for seed in seeds
     } + {
@@ -211,6 +219,7 @@ local pronto_tables = {
           condition: "M",
           model: s.pretrain.model,
           training: s.pretrain.training + s.pronto_pretrain + { seed: seeds[0] },
+          wandb: $.wandb_labels("spanish", "M", scale),
         },
       }) + $.pronto_steps("spanish", scale, ref(if pretrained then "pretrained_model" else "random_encoder"),
                           encoder, seeds, pronto_data,  // the row is the encoder's name: "M" or "random-init"
@@ -243,6 +252,7 @@ local pronto_tables = {
           condition: condition,
           model: s.pretrain.model,
           training: s.pretrain.training + { seed: seed },
+          wandb: $.wandb_labels(language, condition, scale),
         },
       } + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,

@@ -34,6 +34,7 @@ from steps.pretrain.encoders import SLA_PARSE_MODES, attention_needs_parse, coll
 from steps.common.formats import DirectoryFormat
 from steps.parse.backends import CorpusParser, attachment_scores
 from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
+from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 from steps.finetune import loop
 
@@ -151,7 +152,7 @@ class FinetuneUdParser(Step):
     # the gold file's comments and multiword tokens; udeval runs against the treebank files.
     VERSION = "003"
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
 
     def run(  # type: ignore[override]
         self,
@@ -165,9 +166,11 @@ class FinetuneUdParser(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
         checkpoint_every: int = 1,
+        wandb: WandbSetting = None,
     ) -> Path:
-        with torch_threads(num_threads):
-            return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every)
+        with torch_threads(num_threads), tracked_run(self, wandb, "ud_parser", {"training": asdict(config)}, config.seed) as tracker:
+            return summarize(tracker, self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device,
+                                                     checkpoint_every, tracker))
 
     # ------------------------------------------------------------------------------------------
 
@@ -185,7 +188,7 @@ class FinetuneUdParser(Step):
         return splits
 
     def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device,
-                  checkpoint_every: int = 1) -> Path:
+                  checkpoint_every: int = 1, tracker: NullTracker = NullTracker()) -> Path:
         from models.biaffine_parser import BiaffineDependencyParser
 
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -252,7 +255,7 @@ class FinetuneUdParser(Step):
             loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
             train_fields=lambda totals: {"step": totals.steps, "train_loss": totals.loss / totals.batches if totals.batches else None},
             epochs=config.epochs, evaluate=dev_scores, metric="las", patience=config.patience, evaluate_before_training=True,
-        ), self.work_dir, device, checkpoint_every, self.logger)
+        ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history = outcome.history
         result = self._write_result(model, splits, labels, config, device, {
             "task": "ud_parsing", "primary_metric": "las", "seed": config.seed, "encoder": source,
