@@ -277,6 +277,18 @@ local pronto_tables = {
                              seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train, pretrained=false),
     },
 
+  // A cached (or any local) encoder folder, e.g. one `python -m reporting.cache ls` lists, fine-tuned
+  // and scored as row `row` instead of pretraining one. `encoder_needs_parse`: true for an encoder
+  // whose attention reads a parse (-SLA); the corpus parser's steps are then built to give it one.
+  encoder_experiment(language, encoder, row, scale, seeds=[42], encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[])::
+    local data = $.data_steps(language, scale);
+    {
+      steps: (if encoder_needs_parse then {
+        [name]: data[name] for name in std.objectFields(data) if std.member(["corpus", "vectors_corpus", "word_vectors", "corpus_parser"], name)
+      } else {}) + $.evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=encoder_needs_parse,
+                                      pronto_data=pronto_data, pronto_missing_train=pronto_missing_train),
+    },
+
   // Any HF model (name or local path) as the encoder, e.g. the mBERT rows where its weights exist
   // locally. No corpus steps: nothing here is trained on the unlabeled corpus.
   hf_experiment(language, model, row, scale, seeds=[42], pronto_data=null, pronto_missing_train=[]):: {

@@ -238,10 +238,11 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
     ])
 
 
-def export_entry(workspace_dir: Path, key: str, out: Path) -> Path:
+def export_entry(workspace_dir: Path, key: str, out: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Path:
     """Copy an encoder's HF folder (config, safetensors weights, tokenizer) to ``out`` with a model card."""
     folder = resolve_entry(workspace_dir, key)
-    [entry] = [e for e in list_entries(workspace_dir, _graphs_or_nothing(workspace_dir)) if e.unique_id == folder.name] or [None]
+    graphs = remembered_graphs(workspace_dir) if graphs is None else graphs
+    [entry] = [e for e in list_entries(workspace_dir, graphs) if e.unique_id == folder.name] or [None]
     if entry is None or entry.kind != "encoder":
         raise SystemExit(f"{folder.name} is not a cached encoder (pretrain_microbert / random_init_encoder)")
     source = Path(entry.path)
@@ -258,9 +259,14 @@ def export_entry(workspace_dir: Path, key: str, out: Path) -> Path:
     return out
 
 
-def _graphs_or_nothing(workspace_dir: Path) -> List[FileGraph]:
-    """The graphs if the index is already built (labels for the card); building them is not worth it here."""
-    return load_graphs(experiment_files(), workspace_dir) if (Path(workspace_dir) / "reporting" / "graphs.json").exists() else []
+def remembered_graphs(workspace_dir: Path) -> List[FileGraph]:
+    """The graphs the index last remembered (labels for a model card), without rebuilding any: a
+    stale label on a card is cheaper than hashing every experiment's inputs for one export."""
+    index = Path(workspace_dir) / "reporting" / "graphs.json"
+    try:
+        return [FileGraph(**entry["graph"]) for entry in json.loads(index.read_text())["files"].values()]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 # --- prune ----------------------------------------------------------------------------------------
@@ -336,7 +342,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     workspace_dir = Path(args.workspace).resolve()
     files = args.experiments or experiment_files()
     if args.command == "export":
-        print(export_entry(workspace_dir, args.entry, args.out))
+        print(export_entry(workspace_dir, args.entry, args.out, load_graphs(files, workspace_dir) if args.experiments else None))
         return 0
     graphs = load_graphs(files, workspace_dir)
     if args.command == "ls":
