@@ -165,7 +165,30 @@ def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path):
     assert float(completed.stdout.strip().splitlines()[-1]) == pytest.approx(expected, rel=1e-5)
 
 
+def test_training_curves_are_the_cached_histories(small_cache, tmp_path):
+    from reporting.curves import curve_series, curves_markdown, draw_curves
+    from reporting.graphs import load_graphs
+
+    workspace, graphs = small_cache
+    entries = cache.list_entries(workspace.dir, load_graphs([graphs["kept"][0], graphs["dropped"][0]], workspace.dir))
+    series = curve_series(entries)
+    assert set(series) == {("smoke", "spanish", "pretraining_dev_mlm_loss"), ("smoke", "spanish", "pronto_dev_accuracy")}
+    expected = {}
+    for name in ("kept", "dropped"):
+        metrics = json.loads((workspace.step_dir(graphs[name][1]["pretrained_model"]) / "result" / "metrics.json").read_text())
+        expected[len(metrics["history"])] = [(r["step"], r["dev_mlm_loss"]) for r in metrics["history"]]
+    drawn = series[("smoke", "spanish", "pretraining_dev_mlm_loss")]
+    assert len(drawn) == 2 and sorted(drawn.values(), key=len) == [expected[1], expected[2]]  # validations at 2 (and 4)
+    pronto = json.loads((workspace.step_dir(graphs["kept"][1]["pronto_s1"]) / "result" / "metrics.json").read_text())
+    assert [(r["epoch"], r["dev_accuracy"]) for r in pronto["history"]] in series[("smoke", "spanish", "pronto_dev_accuracy")].values()
+    written = draw_curves(entries, tmp_path / "curves")
+    assert sorted(p.name for p in written) == ["spanish_pretraining_dev_mlm_loss.png", "spanish_pronto_dev_accuracy.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+    assert "](curves/smoke/spanish_pronto_dev_accuracy.png)" in curves_markdown(written, tmp_path)
+
+
 def test_prune_removes_only_what_no_kept_file_builds(small_cache, capsys):
+    """Last in this file: it removes the dropped file's entries from the shared cache."""
     workspace, graphs = small_cache
     kept_file, kept = graphs["kept"]
     _, dropped = graphs["dropped"]
