@@ -342,22 +342,23 @@ class PretrainMicrobert(Step):
             condition, run_info["parameters"], len(train_rows), config.max_steps, order.batch_size,
             config.grad_accumulation, config.warmup_steps,
         )
+        first_micro = state["step"] * config.grad_accumulation
+        # Loader workers fork here, before W&B starts its threads.
+        micro_batches = iter(micro_batch_loader(
+            MicroBatches(train_rows, order, collator, config.seed, first_micro, config.max_steps * config.grad_accumulation - first_micro),
+            loader_workers, pin_memory=device.type == "cuda",
+        ))
         with tracked_run(self, use_wandb, "pretrain", run_info, seed=config.seed) as tracker:
-            return self._train(model, optimizer, scheduler, order, collator, train_rows, dev_rows, config, device, state,
-                               checkpoint_path, crash_after, run_info, tokenizer_dir, loader_workers, condition, tracker)
+            return self._train(model, optimizer, scheduler, micro_batches, collator, dev_rows, config, device, state,
+                               checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker)
 
-    def _train(self, model, optimizer, scheduler, order, collator, train_rows, dev_rows, config: PretrainingConfig, device,
-               state, checkpoint_path, crash_after, run_info, tokenizer_dir, loader_workers, condition, tracker) -> Path:
+    def _train(self, model, optimizer, scheduler, micro_batches, collator, dev_rows, config: PretrainingConfig, device,
+               state, checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker) -> Path:
         model.train()
         session_start = time.perf_counter()
         wall_before = state["wall_seconds"]
         window = state["window"]
         progress = Tqdm.tqdm(total=config.max_steps, initial=state["step"], desc=f"pretraining {condition}")
-        first_micro = state["step"] * config.grad_accumulation
-        micro_batches = iter(micro_batch_loader(
-            MicroBatches(train_rows, order, collator, config.seed, first_micro, config.max_steps * config.grad_accumulation - first_micro),
-            loader_workers, pin_memory=device.type == "cuda",
-        ))
         while state["step"] < config.max_steps:
             step_start = time.perf_counter()
             components: Dict[str, float] = {}
