@@ -217,3 +217,20 @@ def test_prune_removes_only_what_no_kept_file_builds(small_cache, capsys):
     assert links and all(link.resolve().exists() for link in links)
     # The kept experiment is still wholly cached: nothing it refers to was touched.
     assert all(step in fresh.step_cache for step in kept.values())
+
+
+def test_encoder_experiment_fine_tunes_a_cached_folder_without_pretraining(tmp_path):
+    """The README's way to reuse a cached encoder: lib.libsonnet's encoder_experiment."""
+    lib = (REPO / "configs" / "lib.libsonnet").as_posix()
+    folder = "workspace/cache/PretrainMicrobert-002-x/result/encoder"
+    plain, sla = tmp_path / "plain.jsonnet", tmp_path / "sla.jsonnet"
+    plain.write_text(f'(import "{lib}").encoder_experiment("wolof", "{folder}", "M-reused", "smoke")')
+    sla.write_text(f'(import "{lib}").encoder_experiment("wolof", "{folder}", "MXPT-SLA-reused", "smoke", encoder_needs_parse=true)')
+    plain_steps = Params.from_file(plain).as_dict()["steps"]
+    assert sorted(plain_steps) == ["ner_cell", "ner_s42", "ner_score_s42", "ud_parser_cell", "ud_parser_s42", "ud_parser_score_s42"]
+    assert plain_steps["ud_parser_s42"]["encoder"] == folder and plain_steps["ud_parser_s42"]["sla_parse"] == "global"
+    assert plain_steps["ud_parser_score_s42"]["row"] == "M-reused"
+    sla_steps = Params.from_file(sla).as_dict()["steps"]
+    assert {"corpus", "word_vectors", "corpus_parser"} <= set(sla_steps) and "pretrained_model" not in sla_steps
+    assert sla_steps["ner_s42"]["sla_parse"] == "parse" and sla_steps["ner_s42"]["corpus_parser"] == {"type": "ref", "ref": "corpus_parser"}
+    StepGraph.from_params(Params.from_file(plain).pop("steps"))  # the graph builds
