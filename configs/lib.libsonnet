@@ -30,6 +30,12 @@ local pronto_tables = {
 
 {
   scales: scales,
+
+  // The labels of a training step's W&B run (steps/common/tracking.py): named
+  // <language>-<condition>-<scale>-<task>-s<seed>, grouped by <language>-<condition>-<scale>.
+  // Not in any cache key (`wandb` is in each training step's SKIP_ID_ARGUMENTS); SIB_WANDB=off or
+  // `wandb: false` turns tracking off.
+  wandb_labels(language, condition, scale):: { language: language, condition: condition, scale: scale },
   data: data,
   ud: ud,
 
@@ -105,6 +111,7 @@ local pronto_tables = {
   evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true,
                    column=language, syntax_gat=null)::
     local s = scales[scale];
+    local tracking = { wandb: $.wandb_labels(language, row, scale) };
     local parse_everything = encoder_needs_parse || syntax_gat != null;
     local sla_of(task) = (if parse_everything then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" })
       + (if syntax_gat == null then {} else { syntax_gat: syntax_gat[task] });
@@ -137,7 +144,7 @@ local pronto_tables = {
       dev: ud(language, "dev"),
       test: ud(language, "test"),
       config: s.finetune.ud + std.get(std.get(languages[language], "ud_finetune", {}), scale, {}),
-    } + sla_of("ud"))
+    } + sla_of("ud") + tracking)
     + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", table_column, {
       type: "finetune_ner",
       encoder: encoder,
@@ -145,7 +152,7 @@ local pronto_tables = {
       dev: wikiann(language, "dev"),
       test: wikiann(language, "test"),
       config: s.finetune.ner,
-    } + sla_of("ner")) else {})
+    } + sla_of("ner") + tracking) else {})
     + (if pronto_data == null then {} else $.pronto_steps(language, scale, encoder, row, seeds, pronto_data, pronto_missing_train, pretrained)),
 
   // PrOnto's five tasks for one encoder (Tables 4, 7-9), cells as in evaluation_steps.
@@ -163,6 +170,7 @@ local pronto_tables = {
         dev: data(pronto_data + "/" + task + "_dev.tsv"),
         test: data(pronto_data + "/" + task + "_test.tsv"),
         config: settings(task) + { seed: seed },
+        wandb: $.wandb_labels(column, row, scale),
       }
       for seed in seeds
     } + {
@@ -228,6 +236,7 @@ local pronto_tables = {
           condition: "M",
           model: s.pretrain.model,
           training: s.pretrain.training + s.pronto_pretrain + { seed: seeds[0] },
+          wandb: $.wandb_labels("spanish", "M", scale),
         },
       }) + $.pronto_steps("spanish", scale, ref(if pretrained then "pretrained_model" else "random_encoder"),
                           encoder, seeds, pronto_data,  // the row is the encoder's name: "M" or "random-init"
@@ -315,6 +324,7 @@ local pronto_tables = {
           condition: condition,
           model: s.pretrain.model,
           training: s.pretrain.training + { seed: seed },
+          wandb: $.wandb_labels(language, condition, scale),
         } + (if $.soft_labelled(condition) then { trigram_model: ref("trigram_model") } else {}),
       } + (if $.soft_labelled(condition) then $.trigram_steps() else {})
       + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
@@ -409,6 +419,18 @@ local pronto_tables = {
         ["mlm_" + metric + "_cell"]: { type: "aggregate_cell", scores: [ref("mlm_" + metric + "_score")] }
         for metric in mlm_metrics
       }),
+    },
+
+  // A cached (or any local) encoder folder, e.g. one `python -m reporting.cache ls` lists, fine-tuned
+  // and scored as row `row` instead of pretraining one. `encoder_needs_parse`: true for an encoder
+  // whose attention reads a parse (-SLA); the corpus parser's steps are then built to give it one.
+  encoder_experiment(language, encoder, row, scale, seeds=[42], encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[])::
+    local data = $.data_steps(language, scale);
+    {
+      steps: (if encoder_needs_parse then {
+        [name]: data[name] for name in std.objectFields(data) if std.member(["corpus", "vectors_corpus", "word_vectors", "corpus_parser"], name)
+      } else {}) + $.evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=encoder_needs_parse,
+                                      pronto_data=pronto_data, pronto_missing_train=pronto_missing_train),
     },
 
   // Any HF model (name or local path) as the encoder, e.g. the mBERT rows where its weights exist

@@ -1,7 +1,7 @@
 """Write the results report from whatever the Tango workspace cache holds.
 
     python -m reporting.report [--workspace workspace]   # writes <workspace>/RESULTS.md
-    python -m reporting.report --update-docs             # rewrites the committed docs/RESULTS.md
+    python -m reporting.report --update-docs             # rewrites the committed docs/RESULTS.md (+ docs/curves/)
 
 Nothing is trained or recomputed: every figure is read from a cached step result, so the file
 always matches the cache. Sections are empty ("nothing cached yet") until their steps have run.
@@ -313,7 +313,20 @@ def timing_section() -> str:
             "finish log lines.\n\n" + markdown_table(["run", "command", "wall min", "exit", "steps run (min)", "steps from cache"], rows))
 
 
-def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), keep_record: bool = False) -> str:
+def curves_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path], report_dir: Path) -> str:
+    """Dev loss / LAS / F1 / accuracy by step or epoch per condition, as PNGs in ``curves_dir``."""
+    if curves_dir is None:
+        return "_not drawn_\n"
+    from reporting.cache import list_entries
+    from reporting.curves import curves_markdown, draw_curves
+
+    return curves_markdown(draw_curves(list_entries(workspace_dir, graphs), curves_dir), report_dir)
+
+
+def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), keep_record: bool = False,
+                 curves_dir: Optional[Path] = None, report_dir: Optional[Path] = None) -> str:
+    """The report's Markdown; with ``curves_dir``, the training curves are drawn there and linked
+    relative to ``report_dir`` (the report's folder)."""
     graphs = load_graphs(experiment_files(), workspace_dir)  # experiments/ and benchmarks/, each built once
     sections: List[Tuple[str, str]] = [
         ("Unlabeled corpora (paper Table 1)", corpus_section(workspace, scales_of_steps(graphs))),
@@ -321,6 +334,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Corpus parser choices, one at a time", ablation_section()),
         ("Corpus parse throughput", throughput_section(workspace)),
         ("Pretraining", pretraining_section(workspace)),
+        ("Training curves", curves_section(workspace_dir, graphs, curves_dir, report_dir or Path(workspace_dir))),
         ("Pretraining settings, one at a time", pretrain_ablation_section()),
         ("Pretraining step benchmark", benchmark_section()),
         ("Fine-tuning step benchmark", finetune_benchmark_section()),
@@ -347,7 +361,9 @@ def main(argv=None) -> int:
     import steps  # noqa: F401  (registers step classes and formats so cached results can be read)
 
     workspace = Workspace.from_url(f"local://{Path(args.workspace).resolve()}")
-    report = build_report(workspace, Path(args.workspace).resolve(), keep_record=args.update_docs)
+    # The curves go beside the report: docs/curves/ with --update-docs, else <workspace>/curves/.
+    report = build_report(workspace, Path(args.workspace).resolve(), keep_record=args.update_docs,
+                          curves_dir=output.parent / "curves", report_dir=output.parent)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report)
     print(report)

@@ -10,6 +10,9 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
 os.environ.setdefault("SIB_DATA_ROOT", str(SHARED_DATA))
 DATA_ROOT = Path(os.environ["SIB_DATA_ROOT"]).resolve()
+# W&B tracking (steps.common.tracking) is off in tests, whatever the caller's environment says;
+# tests/test_tracking.py turns it on for itself. Subprocesses (tango run) inherit this.
+os.environ["SIB_WANDB"] = "off"
 if not (DATA_ROOT / "wolof" / "ud").is_dir():
     raise pytest.UsageError(f"test data not found under {DATA_ROOT}: set SIB_DATA_ROOT (e.g. ../shared/data)")
 

@@ -150,3 +150,22 @@ def test_report_lists_cache_entries_copied_from_another_workspace(smoke_workspac
     [info] = [i for i in local.search_step_info() if i.step_class_name == "TrainCorpusParser"]
     assert info.state != StepState.COMPLETED  # Tango found it in the cache but never saw it run
     assert [i.unique_id for i in completed_steps(local, "TrainCorpusParser")] == [info.unique_id]
+
+
+def test_cache_ls_lists_every_encoder_and_cell_of_the_smoke_cell(smoke_workspace, capsys):
+    """After the smoke cell above: `cache ls --json` holds exactly the pretrained encoders and
+    fine-tuning steps Tango's step-info store records as cached, labelled by the experiment file."""
+    from tango.workspaces import LocalWorkspace
+
+    from reporting import cache
+
+    workspace, _ = smoke_workspace
+    assert cache.main(["ls", "--json", "--workspace", str(workspace), "--experiments", str(REPO / "experiments/smoke/wolof_m.jsonnet")]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    local = LocalWorkspace(workspace)
+    cached = [info for info in local.search_step_info() if info in local.step_cache]
+    assert {e["unique_id"] for e in listed["encoders"]} == {i.unique_id for i in cached if i.step_class_name == "PretrainMicrobert"}
+    assert {e["unique_id"] for e in listed["cells"]} == {i.unique_id for i in cached if i.step_class_name in ("FinetuneUdParser", "FinetuneNer")}
+    [encoder] = listed["encoders"]
+    assert (encoder["language"], encoder["condition"], encoder["scale"], encoder["steps"]) == ("wolof", "M", "smoke", 30)
+    assert {(c["task"], c["condition"], c["seed"]) for c in listed["cells"]} == {("ud_parsing", "M", 42), ("ner", "M", 42)}

@@ -29,6 +29,7 @@ import torch
 from tango.common import Tqdm
 
 from steps.common.checkpoints import SimulatedCrash, save_atomically
+from steps.common.tracking import NullTracker
 
 logger = logging.getLogger(__name__)
 
@@ -146,9 +147,10 @@ def _evaluate(task: FinetuneTask) -> Dict[str, Any]:
 
 
 def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_every: int = 1,
-          log: logging.Logger = logger) -> FinetuneOutcome:
+          log: logging.Logger = logger, tracker: NullTracker = NullTracker()) -> FinetuneOutcome:
     """Train ``task.model`` in place for ``task.epochs`` epochs (fewer with patience), resuming
-    from ``work_dir``'s checkpoint if there is one; load the kept weights and return the outcome."""
+    from ``work_dir``'s checkpoint if there is one; load the kept weights and return the outcome.
+    Every epoch's history record goes to ``tracker`` (`steps.common.tracking`), keyed by epoch."""
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be positive, got {checkpoint_every}")
     model = task.model
@@ -172,7 +174,7 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
         log.info("%s: resuming after epoch %d (checkpoint %s)", task.name, state["epoch"], checkpoint_path)
     elif task.evaluate_before_training and task.evaluate is not None:
         # Epoch 0 is the untrained model: the floor that fine-tuning must beat.
-        if _select(task, state, _evaluate(task), EpochTotals(0.0, 0, 0, 0), time.perf_counter() - session_start, log):
+        if _select(task, state, _evaluate(task), EpochTotals(0.0, 0, 0, 0), time.perf_counter() - session_start, log, tracker):
             best_weights = snapshot(model)
         state["loop_seconds"] += time.perf_counter() - session_start
     crash_after = int(os.environ[CRASH_AFTER_EPOCH_ENV]) if os.environ.get(CRASH_AFTER_EPOCH_ENV) else None
@@ -206,7 +208,7 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
         state["train_seconds"] += time.perf_counter() - epoch_start
         state["epoch"], state["steps"], state["count"] = epoch, totals.steps, state["count"] + totals.count
         scores = _evaluate(task) if task.evaluate is not None else {}
-        if _select(task, state, scores, totals, time.perf_counter() - epoch_start, log):
+        if _select(task, state, scores, totals, time.perf_counter() - epoch_start, log, tracker):
             best_weights = snapshot(model)
         if task.patience is not None and task.evaluate is not None and epoch - (state["best_epoch"] or 0) >= task.patience:
             log.info("%s: no better dev %s for %d epochs: stopping after epoch %d", task.name, task.metric, task.patience, epoch)
@@ -234,11 +236,12 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
 
 
 def _select(task: FinetuneTask, state: Dict[str, Any], scores: Dict[str, Any], totals: EpochTotals, seconds: float,
-            log: logging.Logger) -> bool:
+            log: logging.Logger, tracker: NullTracker = NullTracker()) -> bool:
     """Append the epoch's history record; True if its dev figure is the best so far (strictly)."""
     epoch = state["epoch"]
     record = {"epoch": epoch, **task.train_fields(totals), **scores, "seconds": seconds}
     state["history"].append(record)
+    tracker.log(record, step=epoch)
     # Stored with the sign that makes higher better, so one strict comparison serves both directions.
     improved = False
     if task.evaluate is not None:

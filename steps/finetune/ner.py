@@ -42,6 +42,7 @@ from steps.pretrain.encoders import (
     add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
 )
 from steps.common.formats import DirectoryFormat
+from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 from steps.finetune import loop
 
@@ -249,7 +250,7 @@ class FinetuneNer(Step):
     CACHEABLE = True
     VERSION = "002"  # 002: BiLSTM on padded words and fused AdamW (faster; same model and updates)
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
     SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None}
 
     def run(  # type: ignore[override]
@@ -265,9 +266,11 @@ class FinetuneNer(Step):
         device: Optional[str] = None,
         checkpoint_every: int = 1,
         syntax_gat: Optional[Dict[str, Any]] = None,
+        wandb: WandbSetting = None,
     ) -> Path:
-        with torch_threads(num_threads):
-            return self._finetune(encoder, train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every, syntax_gat)
+        with torch_threads(num_threads), tracked_run(self, wandb, "ner", {"training": asdict(config)}, config.seed) as tracker:
+            return summarize(tracker, self._finetune(encoder, train, dev, test, sla_parse, corpus_parser, config, device,
+                                                     checkpoint_every, syntax_gat, tracker))
 
     def _features(self, tokenizer, splits: Dict[str, List[NerSentence]], max_length: int, parser_dir: Optional[Path],
                   with_upos: bool = False):
@@ -288,7 +291,7 @@ class FinetuneNer(Step):
         return features
 
     def _finetune(self, encoder_source, train_path, dev_path, test_path, sla_parse, parser_dir, config: NerConfig, device,
-                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None):
+                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker()):
         start = time.perf_counter()
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         splits = {"train": read_bio(train_path.resolve()), "dev": read_bio(dev_path.resolve()), "test": read_bio(test_path.resolve())}
@@ -374,7 +377,7 @@ class FinetuneNer(Step):
             train_fields=lambda totals: {"train_loss_per_word": totals.loss / max(totals.count, 1)},
             epochs=config.epochs, evaluate=dev_scores, metric="dev_f1", patience=config.patience,
             count=lambda batch: int(batch["word_mask"].sum()),
-        ), self.work_dir, device, checkpoint_every, self.logger)
+        ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history, best_epoch = outcome.history, outcome.best_epoch or 0
 
         result = self.work_dir / "result"

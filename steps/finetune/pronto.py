@@ -36,6 +36,7 @@ from tango.common import FromParams
 from steps.common.data_root import DataError, DataPath, iter_lines
 from steps.pretrain.encoders import _hub_tokenizer, resolve_encoder_dir
 from steps.common.formats import DirectoryFormat
+from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import torch_threads
 from steps.finetune import loop
 
@@ -297,7 +298,7 @@ class FinetunePronto(Step):
     CACHEABLE = True
     VERSION = "002"  # 002: accuracies in percent, like every other fine-tuning step
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
 
     def run(  # type: ignore[override]
         self,
@@ -310,12 +311,14 @@ class FinetunePronto(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
         checkpoint_every: int = 1,
+        wandb: WandbSetting = None,
     ) -> Path:
-        with torch_threads(num_threads):
-            return self._finetune(encoder, get_task(task), train, dev, test, config, device, checkpoint_every)
+        with torch_threads(num_threads), tracked_run(self, wandb, f"pronto_{task}", {"training": asdict(config)}, config.seed) as tracker:
+            return summarize(tracker, self._finetune(encoder, get_task(task), train, dev, test, config, device,
+                                                     checkpoint_every, tracker))
 
     def _finetune(self, encoder, task: PrOntoTask, train_path, dev_path, test_path, config: PrOntoConfig, device,
-                  checkpoint_every: int = 1) -> Path:
+                  checkpoint_every: int = 1, tracker: NullTracker = NullTracker()) -> Path:
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         splits = {"dev": read_pronto_tsv(dev_path.resolve(), task), "test": read_pronto_tsv(test_path.resolve(), task)}
         if train_path is not None:
@@ -385,7 +388,7 @@ class FinetunePronto(Step):
             train_fields=lambda totals: {"train_loss": totals.loss / totals.batches},
             epochs=epochs, evaluate=dev_scores if trained_on == "train" else None, metric="dev_loss", higher_is_better=False,
             count=lambda batch: int(batch["attention_mask"].sum()),
-        ), self.work_dir, device, checkpoint_every, self.logger)
+        ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history, best_epoch, train_seconds = outcome.history, outcome.best_epoch, outcome.train_seconds
         if best_epoch is not None:
             dev_loss, dev_accuracy = history[best_epoch - 1]["dev_loss"], history[best_epoch - 1]["dev_accuracy"]

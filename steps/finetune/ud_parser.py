@@ -36,6 +36,7 @@ from steps.pretrain.encoders import (
 from steps.common.formats import DirectoryFormat
 from steps.parse.backends import CorpusParser, attachment_scores
 from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
+from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 from steps.finetune import loop
 
@@ -157,7 +158,7 @@ class FinetuneUdParser(Step):
     # the gold file's comments and multiword tokens; udeval runs against the treebank files.
     VERSION = "003"
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
     SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None}
 
     def run(  # type: ignore[override]
@@ -173,10 +174,11 @@ class FinetuneUdParser(Step):
         device: Optional[str] = None,
         checkpoint_every: int = 1,
         syntax_gat: Optional[Dict[str, Any]] = None,
+        wandb: WandbSetting = None,
     ) -> Path:
-        with torch_threads(num_threads):
-            return self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device, checkpoint_every,
-                                  syntax_gat)
+        with torch_threads(num_threads), tracked_run(self, wandb, "ud_parser", {"training": asdict(config)}, config.seed) as tracker:
+            return summarize(tracker, self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device,
+                                                     checkpoint_every, syntax_gat, tracker))
 
     # ------------------------------------------------------------------------------------------
 
@@ -200,7 +202,7 @@ class FinetuneUdParser(Step):
         return splits
 
     def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device,
-                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None) -> Path:
+                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker()) -> Path:
         from models.biaffine_parser import BiaffineDependencyParser
 
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -273,7 +275,7 @@ class FinetuneUdParser(Step):
             loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
             train_fields=lambda totals: {"step": totals.steps, "train_loss": totals.loss / totals.batches if totals.batches else None},
             epochs=config.epochs, evaluate=dev_scores, metric="las", patience=config.patience, evaluate_before_training=True,
-        ), self.work_dir, device, checkpoint_every, self.logger)
+        ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history = outcome.history
         result = self._write_result(model, splits, labels, config, device, {
             "task": "ud_parsing", "primary_metric": "las", "seed": config.seed, "encoder": source,

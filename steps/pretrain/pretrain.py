@@ -14,7 +14,6 @@ the run that was never interrupted: batch order, MLM masks and P/T samples are d
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -34,6 +33,7 @@ from steps.common.checkpoints import SimulatedCrash, save_atomically
 from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, torch_threads
+from steps.common.tracking import WandbSetting, tracked_run
 from steps.data.vocab import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -222,9 +222,10 @@ class PretrainMicrobert(Step):
     * ``metrics.json``: the validation curve (per-loss components, tokens/s, wall time), the final
       figures, and the step with the best dev MLM loss (recorded, not exported).
 
-    ``wandb``, ``num_threads``, ``device`` and ``loader_workers`` (processes that collate batches
-    ahead of the loop, `micro_batch_loader`; worth it on a GPU) change how the run is watched and
-    where it runs, not its result, so they are left out of the cache key.
+    ``wandb`` (W&B tracking, on and offline by default, `steps.common.tracking`), ``num_threads``,
+    ``device`` and ``loader_workers`` (processes that collate batches ahead of the loop,
+    `micro_batch_loader`; worth it on a GPU) change how the run is watched and where it runs, not
+    its result, so they are left out of the cache key.
     """
 
     DETERMINISTIC = True
@@ -242,7 +243,7 @@ class PretrainMicrobert(Step):
         condition: str,
         model: Optional[Dict[str, Any]] = None,
         training: PretrainingConfig = PretrainingConfig(),
-        wandb: bool = False,
+        wandb: WandbSetting = None,
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
         loader_workers: int = 0,
@@ -351,18 +352,23 @@ class PretrainMicrobert(Step):
             condition, run_info["parameters"], len(train_rows), config.max_steps, order.batch_size,
             config.grad_accumulation, config.warmup_steps,
         )
-        wandb_run = self._start_wandb(run_info) if use_wandb else None
+        first_micro = state["step"] * config.grad_accumulation
+        # Loader workers fork here, before W&B starts its threads.
+        micro_batches = iter(micro_batch_loader(
+            MicroBatches(train_rows, order, collator, config.seed, first_micro, config.max_steps * config.grad_accumulation - first_micro),
+            loader_workers, pin_memory=device.type == "cuda",
+        ))
+        with tracked_run(self, use_wandb, "pretrain", run_info, seed=config.seed) as tracker:
+            return self._train(model, optimizer, scheduler, micro_batches, collator, dev_rows, config, device, state,
+                               checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker)
 
+    def _train(self, model, optimizer, scheduler, micro_batches, collator, dev_rows, config: PretrainingConfig, device,
+               state, checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker) -> Path:
         model.train()
         session_start = time.perf_counter()
         wall_before = state["wall_seconds"]
         window = state["window"]
         progress = Tqdm.tqdm(total=config.max_steps, initial=state["step"], desc=f"pretraining {condition}")
-        first_micro = state["step"] * config.grad_accumulation
-        micro_batches = iter(micro_batch_loader(
-            MicroBatches(train_rows, order, collator, config.seed, first_micro, config.max_steps * config.grad_accumulation - first_micro),
-            loader_workers, pin_memory=device.type == "cuda",
-        ))
         while state["step"] < config.max_steps:
             step_start = time.perf_counter()
             components: Dict[str, float] = {}
@@ -391,8 +397,7 @@ class PretrainMicrobert(Step):
             window["steps"] += 1
             progress.update(1)
             progress.set_postfix(loss=f"{components['loss']:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
-            if wandb_run is not None:
-                wandb_run.log({f"train/{k}": v for k, v in components.items()} | {"train/lr": scheduler.get_last_lr()[0]}, step=state["step"])
+            tracker.log({f"train/{k}": v for k, v in components.items()} | {"train/lr": scheduler.get_last_lr()[0]}, step=state["step"])
 
             step = state["step"]
             if step % config.validate_every == 0 or step == config.max_steps:
@@ -408,8 +413,7 @@ class PretrainMicrobert(Step):
                 state["history"].append(record)
                 window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
                 self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
-                if wandb_run is not None:
-                    wandb_run.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
+                tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
             if step % config.checkpoint_every == 0 or step == config.max_steps:
                 state["wall_seconds"] = wall_before + time.perf_counter() - session_start
                 save_atomically(
@@ -429,9 +433,7 @@ class PretrainMicrobert(Step):
         progress.close()
         state["wall_seconds"] = wall_before + time.perf_counter() - session_start
         result = self._export(model, tokenizer_dir, run_info, state)
-        if wandb_run is not None:
-            wandb_run.summary.update(json.loads((result / "metrics.json").read_text())["final"])
-            wandb_run.finish()
+        tracker.summary(json.loads((result / "metrics.json").read_text())["final"])
         return result
 
     @torch.no_grad()
@@ -490,20 +492,6 @@ class PretrainMicrobert(Step):
             state["step"], encoder_dir, best["dev_mlm_loss"], best["step"], metrics["final"]["tokens_per_second"],
         )
         return out
-
-    def _start_wandb(self, run_info: Dict[str, Any]):
-        """Weights & Biases in offline mode unless WANDB_MODE says otherwise (`wandb sync` later)."""
-        import wandb as wandb_lib
-
-        os.environ.setdefault("WANDB_MODE", "offline")
-        return wandb_lib.init(
-            project=os.environ.get("WANDB_PROJECT", "syntactic-inductive-bias"),
-            name=f"{run_info['condition']}-{self.unique_id[-8:]}",
-            id=hashlib.sha256(self.unique_id.encode()).hexdigest()[:16],
-            resume="allow",
-            dir=str(self.work_dir),
-            config=run_info,
-        )
 
 
 @contextmanager

@@ -1,0 +1,378 @@
+"""Browse, reuse, export and prune the step cache; reads Tango's own records, never runs a step.
+
+    python -m reporting.cache ls [--json] [--language wolof] [--condition MXPT-SLA] [--scale cpu]
+    python -m reporting.cache export <unique id or prefix> DIR     # a self-contained HF folder
+    python -m reporting.cache prune [--yes]                        # dry run unless --yes
+
+``ls`` lists every cached pretrained encoder (``pretrain_microbert``, ``random_init_encoder``:
+language, condition, scale, seed, steps, final dev MLM loss, size, age, the HF folder to load)
+and every fine-tuned cell (UD parser, NER, PrOnto: task, seed, dev and test figures). It reads the
+workspace's step-info store (``stepinfo.sqlite``), the cache folders and their ``metrics.json``;
+language, condition and scale come from the experiment graphs (`reporting.graphs`, remembered in
+``<workspace>/reporting/graphs.json``) where a current experiment file holds the step, else from
+the step's own config and its upstream steps. A cache entry copied in from another machine, with
+no step-info row, is listed too.
+
+``prune`` lists the cache entries that no experiment file in ``experiments/`` or ``benchmarks/``
+builds any more (an edited config orphans them), with their sizes; ``--yes`` removes each entry's
+folder, its step-info row, and the run links and run records that point to it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from reporting.graphs import FileGraph, display_path, experiment_files, load_graphs, scale_label
+
+ENCODER_CLASSES = ("PretrainMicrobert", "RandomInitEncoder")
+FINETUNE_CLASSES = {"FinetuneUdParser": "ud_parser", "FinetuneNer": "ner", "FinetunePronto": "pronto"}
+
+
+@dataclass
+class Entry:
+    """One cache entry as `ls` shows it."""
+
+    unique_id: str
+    kind: str  # "encoder" or "cell"
+    step_class: str
+    language: Optional[str] = None
+    condition: Optional[str] = None  # for a cell: its encoder's row in the tables (condition, random-init, mBERT)
+    scale: Optional[str] = None
+    seed: Optional[int] = None
+    size_bytes: int = 0
+    age_days: Optional[float] = None
+    path: Optional[str] = None  # the HF folder (encoders) or the result folder (cells)
+    steps: Optional[int] = None  # encoders: optimizer steps of pretraining
+    final_dev_mlm_loss: Optional[float] = None
+    task: Optional[str] = None  # cells: ud_parsing, ner, pronto:<task>
+    metric: Optional[str] = None
+    dev: Optional[float] = None
+    test: Optional[float] = None
+    encoder: Optional[str] = None  # cells: the unique id (or HF name / path) of the encoder fine-tuned
+    experiments: List[str] = field(default_factory=list)  # files whose graph holds the step
+
+
+def folder_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def cache_dirs(workspace_dir: Path) -> Dict[str, Path]:
+    """{unique id: folder} of every completed cache entry (one with Tango's metadata file)."""
+    from tango.step_caches.local_step_cache import LocalStepCache
+
+    cache = Path(workspace_dir) / "cache"
+    if not cache.is_dir():
+        return {}
+    return {d.name: d for d in sorted(cache.iterdir()) if (d / LocalStepCache.METADATA_FILE_NAME).exists()}
+
+
+def step_infos(workspace_dir: Path) -> Dict[str, Any]:
+    """{unique id: StepInfo} from the workspace's step-info store (empty if it has none)."""
+    from tango.workspaces import LocalWorkspace
+
+    if not (Path(workspace_dir) / "stepinfo.sqlite").exists():
+        return {}
+    return {info.unique_id: info for info in LocalWorkspace(workspace_dir).search_step_info()}
+
+
+def graph_labels(graphs: Sequence[FileGraph]) -> Dict[str, Dict[str, Any]]:
+    """{unique id: language, condition, scale, experiments} from the experiment files holding the
+    step; a file's cells say its row (condition), column (language) and scale."""
+    labels: Dict[str, Dict[str, Any]] = {}
+    for graph in graphs:
+        cell = graph.cells[0] if graph.cells else {}
+        for _, unique_id in graph.steps.values():
+            entry = labels.setdefault(unique_id, {"experiments": []})
+            entry["experiments"].append(graph.path)
+            for key, value in (("language", cell.get("column")), ("condition", cell.get("row")),
+                               ("scale", cell.get("scale") or scale_label(graph.path))):
+                if value is not None:
+                    entry.setdefault(key, value)
+    return labels
+
+
+def _language_upstream(unique_id: str, infos: Dict[str, Any]) -> Optional[str]:
+    pending, seen = [unique_id], set()
+    while pending:
+        info = infos.get(pending.pop(0))
+        if info is None:
+            continue
+        if info.config and "language" in info.config:
+            return info.config["language"]
+        for dependency in info.dependencies:
+            if dependency not in seen:
+                seen.add(dependency)
+                pending.append(dependency)
+    return None
+
+
+def _read_metrics(result: Path) -> Dict[str, Any]:
+    path = result / "metrics.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _class_of(unique_id: str) -> str:
+    return unique_id.split("-", 1)[0]
+
+
+def list_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) -> List[Entry]:
+    """Every cached encoder and fine-tuned cell of the workspace (see the module docstring)."""
+    workspace_dir = Path(workspace_dir)
+    infos, labels, now = step_infos(workspace_dir), graph_labels(graphs), time.time()
+    entries = []
+    for unique_id, folder in cache_dirs(workspace_dir).items():
+        step_class = _class_of(unique_id)
+        if step_class not in ENCODER_CLASSES and step_class not in FINETUNE_CLASSES:
+            continue
+        info, label = infos.get(unique_id), labels.get(unique_id, {})
+        result = folder / "result"
+        metrics = _read_metrics(result)
+        config = (info.config or {}) if info is not None else {}
+        finished = info.end_time.timestamp() if info is not None and info.end_time else (folder / "cache-metadata.json").stat().st_mtime
+        entry = Entry(unique_id, "encoder" if step_class in ENCODER_CLASSES else "cell", step_class,
+                      language=label.get("language") or _language_upstream(unique_id, infos),
+                      condition=label.get("condition"), scale=label.get("scale"),
+                      size_bytes=folder_size(folder), age_days=round((now - finished) / 86400, 3),
+                      experiments=sorted(set(label.get("experiments", []))))
+        if entry.kind == "encoder":
+            entry.path = str((result / "encoder").resolve())
+            entry.condition = metrics.get("condition") or config.get("condition") or entry.condition
+            if step_class == "PretrainMicrobert":
+                entry.seed = (metrics.get("training") or {}).get("seed")
+                entry.steps = metrics.get("exported_step")
+                entry.final_dev_mlm_loss = (metrics.get("final") or {}).get("dev_mlm_loss")
+                entry.condition = entry.condition or "?"
+            else:
+                entry.seed, entry.steps = metrics.get("seed"), 0
+                entry.condition = "random-init" + ("" if metrics.get("condition", "M") == "M" else " " + metrics["condition"])
+        else:
+            entry.path = str(result.resolve())
+            entry.task, entry.seed, entry.metric = metrics.get("task"), metrics.get("seed"), metrics.get("primary_metric")
+            if entry.metric:
+                entry.dev = (metrics.get("dev") or {}).get(entry.metric)
+                entry.test = (metrics.get("test") or {}).get(entry.metric)
+            encoders = [d for d in (info.dependencies if info is not None else ()) if _class_of(d) in ENCODER_CLASSES]
+            entry.encoder = encoders[0] if encoders else metrics.get("encoder")
+        entries.append(entry)
+    return entries
+
+
+def matches(entry: Entry, language: Optional[str], condition: Optional[str], scale: Optional[str]) -> bool:
+    return all(wanted is None or str(value).lower() == wanted.lower()
+               for value, wanted in ((entry.language, language), (entry.condition, condition), (entry.scale, scale)))
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
+
+
+def _figure(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def format_table(entries: Sequence[Entry]) -> str:
+    encoders = [e for e in entries if e.kind == "encoder"]
+    cells = [e for e in entries if e.kind == "cell"]
+    lines = [f"{len(encoders)} encoders"]
+    for e in sorted(encoders, key=lambda e: (str(e.language), str(e.scale), str(e.condition), str(e.seed))):
+        lines.append(f"  {e.unique_id}  {e.language or '?'}  {e.condition}  {e.scale or '?'}  seed {e.seed}  steps {e.steps}  "
+                     f"dev MLM {_figure(e.final_dev_mlm_loss)}  {_size(e.size_bytes)}  {e.age_days:.1f} d  {e.path}")
+    lines.append(f"{len(cells)} fine-tuned cells")
+    for e in sorted(cells, key=lambda e: (str(e.language), str(e.scale), str(e.task), str(e.condition), str(e.seed))):
+        lines.append(f"  {e.unique_id}  {e.language or '?'}  {e.condition or '?'}  {e.scale or '?'}  {e.task}  seed {e.seed}  "
+                     f"{e.metric} dev {_figure(e.dev)} test {_figure(e.test)}  {_size(e.size_bytes)}  {e.age_days:.1f} d")
+    return "\n".join(lines)
+
+
+# --- export ---------------------------------------------------------------------------------------
+
+
+def resolve_entry(workspace_dir: Path, key: str) -> Path:
+    """The cache folder of a unique id or an unambiguous prefix of one."""
+    found = [folder for unique_id, folder in cache_dirs(workspace_dir).items() if unique_id == key or unique_id.startswith(key)]
+    if len(found) != 1:
+        raise SystemExit(f"{key}: {'no' if not found else len(found)} cache entries match in {workspace_dir}/cache")
+    return found[0]
+
+
+def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], stock: bool) -> str:
+    training = metrics.get("training") or {}
+    history = metrics.get("history") or []
+    curve = ", ".join(f"{h['step']}: {h['dev_mlm_loss']:.3f}" for h in history if "dev_mlm_loss" in h)
+    load = ("```python\nfrom transformers import AutoModel, AutoTokenizer\n\nmodel = AutoModel.from_pretrained(\".\")\n"
+            "tokenizer = AutoTokenizer.from_pretrained(\".\")\n```\n" if stock else
+            "This condition's attention reads a dependency parse (`model_type: microbert`), so loading it needs the "
+            "project's `models` package (`import models` before `AutoModel.from_pretrained`) and a parse of every "
+            "sentence; see the project README.\n")
+    data = {key: value for key, value in config.items() if key not in ("type", "training", "model")}
+    return "\n".join([
+        f"# µBERT, condition {entry.condition} ({entry.language or 'language unknown'}, {entry.scale or 'scale unknown'} scale)",
+        "",
+        "A small BERT pretrained by the syntactic-inductive-bias Tango workspace (Gessler & Schneider, *Syntactic "
+        "Inductive Bias in Transformer Language Models*). Exported with `python -m reporting.cache export`.",
+        "",
+        f"- cache entry (Tango unique ID): `{entry.unique_id}`",
+        f"- condition: {entry.condition} (M = masked LM, X = XPOS tagging, P/T = SynCLM phrase/tree losses, -SLA = "
+        "syntax-aware local attention; random-init = not pretrained)",
+        f"- language: {entry.language}; scale: {entry.scale}; seed: {entry.seed}",
+        f"- data: the step's inputs {json.dumps(data, sort_keys=True)}; {metrics.get('train_rows', '?')} training rows",
+        f"- steps: {entry.steps} (batch {training.get('batch_size', '?')}, lr {training.get('lr', '?')}, warmup "
+        f"{training.get('warmup_steps', '?')})",
+        f"- metrics: final dev MLM loss {_figure(entry.final_dev_mlm_loss)}; best {_figure(metrics.get('best_dev_mlm_loss'))} "
+        f"at step {metrics.get('best_step', '?')}; dev MLM loss by step: {curve or '—'}",
+        "",
+        "## Load",
+        "",
+        load,
+    ])
+
+
+def export_entry(workspace_dir: Path, key: str, out: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Path:
+    """Copy an encoder's HF folder (config, safetensors weights, tokenizer) to ``out`` with a model card."""
+    folder = resolve_entry(workspace_dir, key)
+    graphs = remembered_graphs(workspace_dir) if graphs is None else graphs
+    [entry] = [e for e in list_entries(workspace_dir, graphs) if e.unique_id == folder.name] or [None]
+    if entry is None or entry.kind != "encoder":
+        raise SystemExit(f"{folder.name} is not a cached encoder (pretrain_microbert / random_init_encoder)")
+    source = Path(entry.path)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for file in source.iterdir():
+        if file.is_file():
+            shutil.copy2(file, out / file.name)
+    config = json.loads((out / "config.json").read_text())
+    info = step_infos(workspace_dir).get(entry.unique_id)
+    card = model_card(entry, _read_metrics(folder / "result"), (info.config or {}) if info else {},
+                      stock=config.get("model_type") == "bert")
+    (out / "README.md").write_text(card)
+    return out
+
+
+def remembered_graphs(workspace_dir: Path) -> List[FileGraph]:
+    """The graphs the index last remembered (labels for a model card), without rebuilding any: a
+    stale label on a card is cheaper than hashing every experiment's inputs for one export."""
+    index = Path(workspace_dir) / "reporting" / "graphs.json"
+    try:
+        return [FileGraph(**entry["graph"]) for entry in json.loads(index.read_text())["files"].values()]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+# --- prune ----------------------------------------------------------------------------------------
+
+
+def referenced_ids(graphs: Sequence[FileGraph]) -> set:
+    return {unique_id for graph in graphs for _, unique_id in graph.steps.values()}
+
+
+def unreferenced(workspace_dir: Path, graphs: Sequence[FileGraph]) -> List[Tuple[str, int]]:
+    """(unique id, bytes) of every cache entry no graph holds."""
+    keep = referenced_ids(graphs)
+    cache = Path(workspace_dir) / "cache"
+    folders = sorted(d for d in cache.iterdir() if d.is_dir()) if cache.is_dir() else []
+    return [(d.name, folder_size(d)) for d in folders if d.name not in keep]
+
+
+def remove_entries(workspace_dir: Path, unique_ids: Sequence[str]) -> None:
+    """Delete the entries' cache folders, step-info rows, run links and run-record lines."""
+    from sqlitedict import SqliteDict
+
+    workspace_dir, doomed = Path(workspace_dir), set(unique_ids)
+    runs = workspace_dir / "runs"
+    for run_dir in (sorted(d for d in runs.iterdir() if d.is_dir() and not d.is_symlink()) if runs.is_dir() else []):
+        record = run_dir / "stepinfo.json"
+        names = json.loads(record.read_text()) if record.exists() else {}
+        for name, unique_id in list(names.items()):
+            if unique_id in doomed:
+                del names[name]
+                if (run_dir / name).is_symlink():
+                    (run_dir / name).unlink()
+        for link in run_dir.iterdir():  # links of runs recorded before stepinfo.json existed
+            if link.is_symlink() and Path(str(link.readlink())).name in doomed:
+                link.unlink()
+        if record.exists():
+            record.write_text(json.dumps(names))
+    database = workspace_dir / "stepinfo.sqlite"
+    if database.exists():
+        with SqliteDict(str(database)) as rows:
+            for unique_id in doomed:
+                if unique_id in rows:
+                    del rows[unique_id]
+            rows.commit()
+    for unique_id in doomed:
+        shutil.rmtree(workspace_dir / "cache" / unique_id, ignore_errors=True)
+
+
+# --- command line ---------------------------------------------------------------------------------
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", default="workspace", help="Tango workspace directory (default: ./workspace)")
+    common.add_argument("--experiments", nargs="+", type=Path,
+                        help="experiment files whose graphs label (ls) or keep (prune) entries (default: experiments/ and benchmarks/)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    ls = commands.add_parser("ls", parents=[common], help="list cached encoders and fine-tuned cells")
+    ls.add_argument("--json", action="store_true", help="one JSON object: {encoders: [...], cells: [...]}")
+    ls.add_argument("--language")
+    ls.add_argument("--condition", help="a condition (M, MXPT-SLA, …) or table row (random-init, mBERT)")
+    ls.add_argument("--scale", help="smoke, cpu, paper (or a benchmarks/<folder> label)")
+    export = commands.add_parser("export", parents=[common], help="write a cached encoder as a self-contained HF folder with a model card")
+    export.add_argument("entry", help="unique id (or an unambiguous prefix) of a pretrain_microbert / random_init_encoder entry")
+    export.add_argument("out", type=Path)
+    prune = commands.add_parser("prune", parents=[common], help="remove the cache entries no experiment file refers to (dry run unless --yes)")
+    prune.add_argument("--yes", action="store_true", help="remove them")
+    prune.add_argument("--allow-broken", action="store_true",
+                       help="remove even though some experiment files could not be built here (their steps count as unreferenced)")
+    args = parser.parse_args(argv)
+    import steps  # noqa: F401  (registers step classes and formats)
+
+    workspace_dir = Path(args.workspace).resolve()
+    files = args.experiments or experiment_files()
+    if args.command == "export":
+        print(export_entry(workspace_dir, args.entry, args.out, load_graphs(files, workspace_dir) if args.experiments else None))
+        return 0
+    graphs = load_graphs(files, workspace_dir)
+    if args.command == "ls":
+        entries = [e for e in list_entries(workspace_dir, graphs) if matches(e, args.language, args.condition, args.scale)]
+        if args.json:
+            print(json.dumps({"workspace": str(workspace_dir),
+                              "encoders": [asdict(e) for e in entries if e.kind == "encoder"],
+                              "cells": [asdict(e) for e in entries if e.kind == "cell"]}, indent=2))
+        else:
+            print(format_table(entries))
+        return 0
+    broken = [graph for graph in graphs if graph.error]
+    doomed = unreferenced(workspace_dir, graphs)
+    for unique_id, size in doomed:
+        print(f"{_size(size):>10}  {unique_id}")
+    print(f"{len(doomed)} cache entries ({_size(sum(s for _, s in doomed))}) are not built by any of {len(files)} experiment files")
+    if broken:
+        print(f"{len(broken)} experiment files could not be built here, so their steps count as unreferenced: "
+              + ", ".join(display_path(Path(g.path)) if Path(g.path).is_absolute() else g.path for g in broken[:10])
+              + (" …" if len(broken) > 10 else ""))
+    if not args.yes:
+        print("dry run: nothing removed (--yes removes them)")
+        return 0
+    if broken and not args.allow_broken:
+        print("not removing anything: some experiment files could not be built (--allow-broken removes anyway)")
+        return 1
+    remove_entries(workspace_dir, [unique_id for unique_id, _ in doomed])
+    print(f"removed {len(doomed)} cache entries with their step-info rows and run links")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Training curves from the cache, for readers without W&B: one PNG per (scale, language, curve),
+a line per condition (and seed), drawn by `python -m reporting.report`.
+
+What the steps keep in ``metrics.json`` ``history`` and is drawn here:
+
+* ``pretrain_microbert``: every validation's ``step`` and ``dev_mlm_loss`` → dev MLM loss by step;
+* ``finetune_ud_parser``: every epoch's ``las`` on dev (epoch 0 = untrained head) → dev LAS by epoch;
+* ``finetune_ner``: every epoch's ``dev_f1`` → dev span F1 by epoch;
+* ``finetune_pronto``: every epoch's ``dev_accuracy`` (when dev is held out) → dev accuracy by epoch.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+from reporting.cache import Entry
+
+# curve name → (entry kind, task prefix or None, x field, y field, y label)
+CURVES = {
+    "pretraining_dev_mlm_loss": ("encoder", None, "step", "dev_mlm_loss", "dev MLM loss"),
+    "ud_dev_las": ("cell", "ud_parsing", "epoch", "las", "dev LAS"),
+    "ner_dev_f1": ("cell", "ner", "epoch", "dev_f1", "dev span F1"),
+    "pronto_dev_accuracy": ("cell", "pronto:", "epoch", "dev_accuracy", "dev accuracy"),
+}
+
+
+def _history(entry: Entry) -> List[dict]:
+    folder = Path(entry.path).parent if entry.kind == "encoder" else Path(entry.path)
+    path = folder / "metrics.json"
+    return json.loads(path.read_text()).get("history") or [] if path.exists() else []
+
+
+def curve_series(entries: Sequence[Entry]) -> Dict[Tuple[str, str, str], Dict[str, List[Tuple[float, float]]]]:
+    """{(scale, language, curve name): {line label: [(x, y), …]}} of every entry with a history.
+    PrOnto's five tasks share one figure, a line per task and condition."""
+    series: Dict[Tuple[str, str, str], Dict[str, List[Tuple[float, float]]]] = defaultdict(dict)
+    for entry in entries:
+        for name, (kind, task, x_field, y_field, _) in CURVES.items():
+            if entry.kind != kind or (task is not None and not str(entry.task or "").startswith(task)):
+                continue
+            points = [(record[x_field], record[y_field]) for record in _history(entry)
+                      if record.get(x_field) is not None and isinstance(record.get(y_field), (int, float))]
+            if not points:
+                continue
+            label = f"{entry.condition or '?'} s{entry.seed}"
+            if name == "pronto_dev_accuracy":
+                label = f"{str(entry.task).split(':', 1)[-1]} {label}"
+            lines = series[(entry.scale or "unknown", entry.language or "unknown", name)]
+            if label in lines:  # same condition and seed from another config: tell them apart by cache entry
+                label = f"{label} ({entry.unique_id[-6:]})"
+            lines[label] = points
+    return series
+
+
+def draw_curves(entries: Sequence[Entry], out_dir: Path) -> List[Path]:
+    """Write the PNGs under ``out_dir``; returns them (nothing is deleted: curves the cache lacks
+    stay as they were)."""
+    series = curve_series(entries)
+    if not series:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for (scale, language, name), lines in sorted(series.items()):
+        _, _, x_field, _, y_label = CURVES[name]
+        figure, axis = plt.subplots(figsize=(5.5, 3.4))
+        for label, points in sorted(lines.items()):
+            axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=2.5, linewidth=1, label=label)
+        axis.set_xlabel(x_field)
+        axis.set_ylabel(y_label)
+        axis.set_title(f"{y_label} by {x_field} — {language}, {scale} scale", fontsize=9)
+        axis.legend(fontsize=6, ncol=2 if len(lines) > 6 else 1)
+        figure.tight_layout()
+        path = Path(out_dir) / scale.replace("/", "_") / f"{language}_{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def curves_markdown(written: Sequence[Path], relative_to: Path) -> str:
+    if not written:
+        return "_nothing cached yet_\n"
+    lines = ["Drawn from each cached step's `metrics.json` history (`reporting/curves.py`); a line per condition and seed.\n"]
+    for path in written:
+        lines.append(f"![{path.stem}]({Path(path).resolve().relative_to(Path(relative_to).resolve()).as_posix()})")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["CURVES", "curve_series", "curves_markdown", "draw_curves"]

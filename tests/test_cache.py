@@ -1,0 +1,236 @@
+"""The cache browser (reporting/cache.py) on a small real cache: two experiment files of real steps
+(PrOnto texts → WordPiece → MLM data → a tiny µB-M → a PrOnto cell), run through Tango in seconds.
+
+`ls --json` is checked against Tango's step-info store, the README's load example runs on the
+cached encoder and gives its hidden states, `export` is loadable with no project code, and `prune`
+removes the entries only the dropped file built — never one a kept file still refers to."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from tango.common import Params
+from tango.step_graph import StepGraph
+from tango.workspaces import LocalWorkspace
+
+import steps  # noqa: F401
+from reporting import cache
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = "pronto_sample_spanish"
+TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+              "max_position_embeddings": 128}
+
+
+def _excerpt(data_root: Path, folder: Path, name: str, lines: int) -> str:
+    path = folder / name
+    path.write_text("".join((data_root / SAMPLE / name).read_text(encoding="utf-8").splitlines(True)[:lines]), encoding="utf-8")
+    return str(path)
+
+
+def _experiment(path: Path, data: dict, max_steps: int) -> Path:
+    """One encoder pretrained for ``max_steps`` and one PrOnto cell (row M, column spanish, smoke)."""
+    ref = lambda name: {"type": "ref", "ref": name}  # noqa: E731
+    steps_config = {
+        "texts": {"type": "pronto_texts", "files": [{"path": data["texts"]}], "tasks": ["sentence_mood"], "dev_every": 5},
+        "tokenizer": {"type": "train_tokenizer", "corpus": ref("texts"), "vocab_size": 300},
+        "pretraining_data": {"type": "build_mlm_pretraining_data", "corpus": ref("texts"), "tokenizer": ref("tokenizer"), "max_length": 64},
+        "pretrained_model": {"type": "pretrain_microbert", "pretraining_data": ref("pretraining_data"), "tokenizer": ref("tokenizer"),
+                             "condition": "M", "model": TINY_MODEL, "num_threads": 1,
+                             "training": {"max_steps": max_steps, "batch_size": 8, "validate_every": 2, "max_validation_rows": 16,
+                                          "checkpoint_every": 4, "seed": 3}},
+        "pronto_s1": {"type": "finetune_pronto", "encoder": ref("pretrained_model"), "task": "proper_noun_subject", "num_threads": 1,
+                      **{split: {"path": data[split]} for split in ("train", "dev", "test")},
+                      "config": {"epochs": 1, "batch_size": 16, "max_length": 64, "seed": 1}},
+        "pronto_score_s1": {"type": "score_cell", "finetuned": ref("pronto_s1"), "table": "table7", "row": "M",
+                            "column": "spanish", "scale": "smoke", "seed": 1},
+        "pronto_cell": {"type": "aggregate_cell", "scores": [ref("pronto_score_s1")]},
+    }
+    path.write_text(json.dumps({"steps": steps_config}))
+    return path
+
+
+def _run(path: Path, workspace: LocalWorkspace) -> StepGraph:
+    graph = StepGraph.from_params(Params.from_file(path).pop("steps"))
+    workspace.register_run(graph.values())  # links every step under runs/<name>/, as `tango run` does
+    graph["pronto_cell"].result(workspace)
+    return graph
+
+
+@pytest.fixture(scope="module")
+def small_cache(data_root, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cache-test")
+    data = {"texts": _excerpt(data_root, folder, "sentence_mood_train.tsv", 300)}
+    for split, lines in (("train", 33), ("dev", 17), ("test", 17)):
+        data[split] = _excerpt(data_root, folder, f"proper_noun_subject_{split}.tsv", lines)
+    workspace = LocalWorkspace(folder / "ws")
+    kept = _experiment(folder / "kept.json", data, max_steps=4)
+    dropped = _experiment(folder / "dropped.json", data, max_steps=2)
+    graphs = {"kept": (kept, _run(kept, workspace)), "dropped": (dropped, _run(dropped, workspace))}
+    return workspace, graphs
+
+
+def _ls(capsys, workspace, files, *options):
+    capsys.readouterr()
+    assert cache.main(["ls", "--workspace", str(workspace.dir), "--experiments", *map(str, files), *options]) == 0
+    return capsys.readouterr().out
+
+
+def test_ls_json_lists_what_the_step_info_store_holds(small_cache, capsys):
+    workspace, graphs = small_cache
+    listed = json.loads(_ls(capsys, workspace, [graphs["kept"][0], graphs["dropped"][0]], "--json"))
+    infos = [info for info in workspace.search_step_info() if info in workspace.step_cache]
+    assert {e["unique_id"] for e in listed["encoders"]} == {i.unique_id for i in infos if i.step_class_name == "PretrainMicrobert"}
+    assert {e["unique_id"] for e in listed["cells"]} == {i.unique_id for i in infos if i.step_class_name == "FinetunePronto"}
+    assert len(listed["encoders"]) == 2 and len(listed["cells"]) == 2
+    for encoder in listed["encoders"]:
+        metrics = json.loads((workspace.step_dir(encoder["unique_id"]) / "result" / "metrics.json").read_text())
+        assert (encoder["language"], encoder["condition"], encoder["scale"], encoder["seed"]) == ("spanish", "M", "smoke", 3)
+        assert encoder["steps"] == metrics["exported_step"] in (2, 4)
+        assert encoder["final_dev_mlm_loss"] == metrics["history"][-1]["dev_mlm_loss"]
+        assert Path(encoder["path"], "config.json").exists() and encoder["size_bytes"] > 0 and encoder["age_days"] >= 0
+    for cell in listed["cells"]:
+        metrics = json.loads((Path(cell["path"]) / "metrics.json").read_text())
+        assert (cell["task"], cell["seed"], cell["metric"]) == ("pronto:proper_noun_subject", 1, "accuracy")
+        assert (cell["dev"], cell["test"]) == (metrics["dev"]["accuracy"], metrics["test"]["accuracy"])
+        assert cell["encoder"] in {e["unique_id"] for e in listed["encoders"]}
+    # Filters, and the text listing.
+    assert json.loads(_ls(capsys, workspace, [graphs["kept"][0]], "--json", "--language", "wolof"))["encoders"] == []
+    only = json.loads(_ls(capsys, workspace, [graphs["kept"][0]], "--json", "--condition", "m", "--scale", "smoke"))
+    assert [e["unique_id"] for e in only["encoders"]] == [graphs["kept"][1]["pretrained_model"].unique_id]
+    assert "1 encoders" in _ls(capsys, workspace, [graphs["kept"][0]], "--scale", "smoke", "--language", "spanish")
+
+
+def _readme_example() -> str:
+    readme = (REPO / "README.md").read_text()
+    marker = readme.index("<!-- tests/test_cache.py runs this block")
+    return re.search(r"```python\n(.*?)```", readme[marker:], re.S).group(1)
+
+
+def test_readme_example_loads_the_cached_encoder_with_stock_transformers(small_cache):
+    from steps.pretrain.encoders import load_encoder
+
+    workspace, graphs = small_cache
+    step = graphs["kept"][1]["pretrained_model"]
+    folder = workspace.step_dir(step) / "result" / "encoder"
+    code = re.sub(r'folder = ".*?"', f"folder = {str(folder)!r}", _readme_example())
+    assert code != _readme_example()
+    namespace: dict = {}
+    exec(code, namespace)  # noqa: S102  (the README's own example)
+
+    model, tokenizer = load_encoder(workspace.step_dir(step) / "result")  # how the fine-tuning steps load it
+    model.eval()
+    with torch.no_grad():
+        reference = model(**tokenizer("Waaw , dama ko xam", return_tensors="pt")).last_hidden_state
+    assert type(namespace["model"]).__name__ == "BertModel"
+    assert torch.equal(namespace["hidden"].detach(), reference)
+    # ... and the weights are the final pretraining checkpoint's (SPEC §G: the last step is exported).
+    checkpoint = torch.load(workspace.step_dir(step) / "work" / "checkpoint.pt", weights_only=True)
+    weights = namespace["model"].state_dict()
+    for name, value in checkpoint["model"].items():
+        if name.startswith("bert."):
+            assert torch.equal(weights[name[len("bert."):]], value), name
+
+
+def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path):
+    workspace, graphs = small_cache
+    step = graphs["kept"][1]["pretrained_model"]
+    out = tmp_path / "exported"
+    assert cache.main(["export", step.unique_id[:30], str(out), "--workspace", str(workspace.dir)]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= names
+    assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in names)
+    card = (out / "README.md").read_text()
+    assert step.unique_id in card and "condition: M" in card and "(spanish, smoke scale)" in card and "steps: 4" in card and "final dev MLM loss" in card
+    # No project code: an isolated interpreter (no cwd, no PYTHONPATH) in another folder.
+    probe = ("import importlib.util, sys, torch\n"
+             "assert importlib.util.find_spec('models') is None and importlib.util.find_spec('steps') is None\n"
+             "from transformers import AutoModel, AutoTokenizer\n"
+             "m = AutoModel.from_pretrained(sys.argv[1]).eval(); t = AutoTokenizer.from_pretrained(sys.argv[1])\n"
+             "print(float(m(**t('Waaw , dama ko xam', return_tensors='pt')).last_hidden_state.sum()))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    completed = subprocess.run([sys.executable, "-I", "-c", probe, str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    from steps.pretrain.encoders import load_encoder
+
+    model, tokenizer = load_encoder(workspace.step_dir(step) / "result")
+    with torch.no_grad():
+        expected = float(model.eval()(**tokenizer("Waaw , dama ko xam", return_tensors="pt")).last_hidden_state.sum())
+    assert float(completed.stdout.strip().splitlines()[-1]) == pytest.approx(expected, rel=1e-5)
+
+
+def test_training_curves_are_the_cached_histories(small_cache, tmp_path):
+    from reporting.curves import curve_series, curves_markdown, draw_curves
+    from reporting.graphs import load_graphs
+
+    workspace, graphs = small_cache
+    entries = cache.list_entries(workspace.dir, load_graphs([graphs["kept"][0], graphs["dropped"][0]], workspace.dir))
+    series = curve_series(entries)
+    assert set(series) == {("smoke", "spanish", "pretraining_dev_mlm_loss"), ("smoke", "spanish", "pronto_dev_accuracy")}
+    expected = {}
+    for name in ("kept", "dropped"):
+        metrics = json.loads((workspace.step_dir(graphs[name][1]["pretrained_model"]) / "result" / "metrics.json").read_text())
+        expected[len(metrics["history"])] = [(r["step"], r["dev_mlm_loss"]) for r in metrics["history"]]
+    drawn = series[("smoke", "spanish", "pretraining_dev_mlm_loss")]
+    assert len(drawn) == 2 and sorted(drawn.values(), key=len) == [expected[1], expected[2]]  # validations at 2 (and 4)
+    pronto = json.loads((workspace.step_dir(graphs["kept"][1]["pronto_s1"]) / "result" / "metrics.json").read_text())
+    assert [(r["epoch"], r["dev_accuracy"]) for r in pronto["history"]] in series[("smoke", "spanish", "pronto_dev_accuracy")].values()
+    written = draw_curves(entries, tmp_path / "curves")
+    assert sorted(p.name for p in written) == ["spanish_pretraining_dev_mlm_loss.png", "spanish_pronto_dev_accuracy.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+    assert "](curves/smoke/spanish_pronto_dev_accuracy.png)" in curves_markdown(written, tmp_path)
+
+
+def test_prune_removes_only_what_no_kept_file_builds(small_cache, capsys):
+    """Last in this file: it removes the dropped file's entries from the shared cache."""
+    workspace, graphs = small_cache
+    kept_file, kept = graphs["kept"]
+    _, dropped = graphs["dropped"]
+    kept_ids = {step.unique_id for step in kept.values()}
+    only_dropped = {step.unique_id for step in dropped.values()} - kept_ids
+    shared = {step.unique_id for step in dropped.values()} & kept_ids
+    assert shared >= {kept["texts"].unique_id, kept["tokenizer"].unique_id}  # the data steps are shared
+    assert len(only_dropped) == 4  # pretrained_model, pronto_s1, its score and cell
+
+    arguments = ["prune", "--workspace", str(workspace.dir), "--experiments", str(kept_file)]
+    assert cache.main(arguments) == 0  # dry run
+    out = capsys.readouterr().out
+    assert "dry run" in out and all(unique_id in out for unique_id in only_dropped)
+    assert not any(unique_id in out for unique_id in kept_ids)
+    assert all((workspace.dir / "cache" / unique_id).is_dir() for unique_id in only_dropped)
+
+    assert cache.main(arguments + ["--yes"]) == 0
+    remaining = set(cache.cache_dirs(workspace.dir))
+    assert kept_ids <= remaining and not (only_dropped & remaining)
+    fresh = LocalWorkspace(workspace.dir)
+    rows = {info.unique_id for info in fresh.search_step_info()}
+    assert kept_ids <= rows and not (only_dropped & rows)
+    for run in fresh.registered_runs().values():  # every run still loads; its links point at entries that exist
+        assert not (set(info.unique_id for info in run.steps.values()) & only_dropped)
+    links = [link for link in (workspace.dir / "runs").rglob("*") if link.is_symlink()]
+    assert links and all(link.resolve().exists() for link in links)
+    # The kept experiment is still wholly cached: nothing it refers to was touched.
+    assert all(step in fresh.step_cache for step in kept.values())
+
+
+def test_encoder_experiment_fine_tunes_a_cached_folder_without_pretraining(tmp_path):
+    """The README's way to reuse a cached encoder: lib.libsonnet's encoder_experiment."""
+    lib = (REPO / "configs" / "lib.libsonnet").as_posix()
+    folder = "workspace/cache/PretrainMicrobert-002-x/result/encoder"
+    plain, sla = tmp_path / "plain.jsonnet", tmp_path / "sla.jsonnet"
+    plain.write_text(f'(import "{lib}").encoder_experiment("wolof", "{folder}", "M-reused", "smoke")')
+    sla.write_text(f'(import "{lib}").encoder_experiment("wolof", "{folder}", "MXPT-SLA-reused", "smoke", encoder_needs_parse=true)')
+    plain_steps = Params.from_file(plain).as_dict()["steps"]
+    assert sorted(plain_steps) == ["ner_cell", "ner_s42", "ner_score_s42", "ud_parser_cell", "ud_parser_s42", "ud_parser_score_s42"]
+    assert plain_steps["ud_parser_s42"]["encoder"] == folder and plain_steps["ud_parser_s42"]["sla_parse"] == "global"
+    assert plain_steps["ud_parser_score_s42"]["row"] == "M-reused"
+    sla_steps = Params.from_file(sla).as_dict()["steps"]
+    assert {"corpus", "word_vectors", "corpus_parser"} <= set(sla_steps) and "pretrained_model" not in sla_steps
+    assert sla_steps["ner_s42"]["sla_parse"] == "parse" and sla_steps["ner_s42"]["corpus_parser"] == {"type": "ref", "ref": "corpus_parser"}
+    StepGraph.from_params(Params.from_file(plain).pop("steps"))  # the graph builds
