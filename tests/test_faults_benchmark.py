@@ -46,3 +46,12 @@ def test_a_different_figure_or_a_missing_file_is_a_wrong_entry(tmp_path):
     differing = compare_workspaces(trial, clean)["differing_entries"]
     assert differing["A"] == "result/metrics.json differs"
     assert "missing ['result/predicted-test.bio']" in differing["B"]
+
+
+def test_recorded_encoder_location_is_the_cached_one_whichever_run_computed_it():
+    from steps.common.formats import cached_location
+
+    assert cached_location("/w/cache/PretrainMicrobert-002-abc/work/result") == "/w/cache/PretrainMicrobert-002-abc/result"
+    assert cached_location("/w/cache/PretrainMicrobert-002-abc/work/encoder/x") == "/w/cache/PretrainMicrobert-002-abc/result/x"
+    assert cached_location("/w/cache/PretrainMicrobert-002-abc/result") == "/w/cache/PretrainMicrobert-002-abc/result"
+    assert cached_location("bert-base-multilingual-cased") == "bert-base-multilingual-cased"

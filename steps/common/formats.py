@@ -22,6 +22,20 @@ def _file_sizes(root: Path) -> Dict[str, int]:
     return {p.relative_to(root).as_posix(): p.stat().st_size for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def cached_location(path: PathOrStr) -> str:
+    """Where a directory result lives once cached, for recording provenance.
+
+    A step computed in the same ``tango run`` hands its consumers the folder it built in its work
+    directory (``cache/<id>/work/<folder>``); a later run hands them the cached copy
+    (``cache/<id>/result``). Recording the latter either way keeps a result the same whichever
+    run computed its inputs (benchmarks/faults.py compares killed and clean runs file by file)."""
+    parts = Path(path).parts
+    for i in range(2, len(parts) - 1):
+        if parts[i] == "work" and parts[i - 2] == "cache":
+            return str(Path(*parts[:i], "result", *parts[i + 2:]))
+    return str(path)
+
+
 @Format.register("directory")
 class DirectoryFormat(Format[Path]):
     """The result is a directory; it is copied into the cache and read back as its cached path,

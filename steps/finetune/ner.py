@@ -41,7 +41,7 @@ from steps.common.data_root import DataError, DataPath, iter_lines
 from steps.pretrain.encoders import (
     add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
 )
-from steps.common.formats import DirectoryFormat
+from steps.common.formats import DirectoryFormat, cached_location
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 from steps.finetune import loop
@@ -336,7 +336,7 @@ class FinetuneNer(Step):
             "task": "ner",
             "primary_metric": "f1",
             "seed": config.seed,
-            "encoder": str(encoder_source),
+            "encoder": cached_location(encoder_source),
             "sla_parse": sla_parse if attention_needs_parse(encoder.config) else None,
             "syntax_gat": syntax_gat,
             "labels": labels,

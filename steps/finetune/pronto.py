@@ -35,7 +35,7 @@ from tango.common import FromParams
 
 from steps.common.data_root import DataError, DataPath, iter_lines
 from steps.pretrain.encoders import _hub_tokenizer, resolve_encoder_dir
-from steps.common.formats import DirectoryFormat
+from steps.common.formats import DirectoryFormat, cached_location
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import torch_threads
 from steps.finetune import loop
@@ -402,7 +402,7 @@ class FinetunePronto(Step):
             "task": f"pronto:{task.name}",
             "primary_metric": "accuracy",
             "seed": config.seed,
-            "encoder": str(encoder),
+            "encoder": cached_location(encoder),
             "labels": [str(label) for label in labels],
             "trained_on": trained_on,
             "model_selection": "lowest dev loss" if trained_on == "train" else "none: last epoch (dev is the training data)",

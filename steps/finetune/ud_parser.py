@@ -33,7 +33,7 @@ from steps.common.data_root import DataError, DataPath
 from steps.pretrain.encoders import (
     SLA_PARSE_MODES, add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
 )
-from steps.common.formats import DirectoryFormat
+from steps.common.formats import DirectoryFormat, cached_location
 from steps.parse.backends import CorpusParser, attachment_scores
 from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
@@ -278,7 +278,7 @@ class FinetuneUdParser(Step):
         ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history = outcome.history
         result = self._write_result(model, splits, labels, config, device, {
-            "task": "ud_parsing", "primary_metric": "las", "seed": config.seed, "encoder": source,
+            "task": "ud_parsing", "primary_metric": "las", "seed": config.seed, "encoder": cached_location(source),
             "encoder_config": {k: getattr(encoder.config, k, None) for k in
                                ("model_type", "syntax_attention", "hidden_size", "num_hidden_layers", "vocab_size")},
             "sla_parse": (sla_parse if needs_parse else "n/a"), "syntax_gat": syntax_gat,
