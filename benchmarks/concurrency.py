@@ -22,7 +22,6 @@ gzip files by their decompressed bytes. Writes ``docs/benchmarks/concurrency.jso
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import re
@@ -102,28 +101,11 @@ def executions(case: dict, graphs: Dict[str, Dict[str, List[str]]]) -> Dict[str,
     return counts
 
 
-def _without_timings(value):
-    if isinstance(value, dict):
-        return {k: _without_timings(v) for k, v in value.items() if not TIMING_KEY.search(k)}
-    if isinstance(value, list):
-        return [_without_timings(v) for v in value]
-    return value
-
-
-def _content(path: Path):
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        data = gzip.decompress(data)
-    if path.name.endswith((".json", ".json.gz")):
-        try:
-            return _without_timings(json.loads(data))
-        except ValueError:
-            return data
-    return data
-
-
 def compare_entries(reference: Path, other: Path, unique_ids: Sequence[str]) -> dict:
-    """Files of each cache entry that differ between two workspaces (timing fields aside)."""
+    """Files of each cache entry that differ between two workspaces, compared as benchmarks/faults.py
+    compares a killed run with a clean one (timings dropped, workspace paths masked, tensors exact)."""
+    from benchmarks.faults import SKIPPED_ENTRY_FILES, load_file
+
     compared, differing, missing = 0, [], []
     for unique_id in unique_ids:
         left, right = reference / "cache" / unique_id, other / "cache" / unique_id
@@ -131,10 +113,11 @@ def compare_entries(reference: Path, other: Path, unique_ids: Sequence[str]) -> 
             missing.append(unique_id)
             continue
         names = sorted({p.relative_to(d).as_posix() for d in (left, right) for p in d.rglob("*")
-                        if p.is_file() and p.relative_to(d).parts[0] not in ("work", "lock")})
+                        if p.is_file() and p.relative_to(d).parts[0] not in SKIPPED_ENTRY_FILES})
         for name in names:
             compared += 1
-            if not (left / name).exists() or not (right / name).exists() or _content(left / name) != _content(right / name):
+            if not (left / name).exists() or not (right / name).exists() or \
+                    load_file(left / name, reference) != load_file(right / name, other):
                 differing.append(f"{unique_id}/{name}")
     return dict(files_compared=compared, files_differing=differing, entries_missing=missing)
 

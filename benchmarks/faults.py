@@ -238,11 +238,14 @@ def load_file(path: Path, workspace: Path) -> Any:
         return data
 
 
+# Not results: the lock, the work folder, Tango's metadata; result-files.json lists the sizes of the
+# result files, and metrics.json's size changes with its timings (the files themselves are compared).
+SKIPPED_ENTRY_FILES = {"lock", "work", "cache-metadata.json", "result-files.json"}
+
+
 def compare_entry(ours: Path, clean: Path, ours_ws: Path, clean_ws: Path) -> Optional[str]:
     """None if the entry equals the clean one; else what differs."""
-    # result-files.json lists the sizes of the result files, and metrics.json's size changes with its
-    # timings; the files themselves are compared, timings dropped.
-    skip = {"lock", "work", "cache-metadata.json", "result-files.json"}
+    skip = SKIPPED_ENTRY_FILES
 
     def files(root: Path) -> Dict[str, Path]:
         return {str(p.relative_to(root)): p for p in sorted(root.rglob("*"))
