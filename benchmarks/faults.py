@@ -5,8 +5,8 @@
 For each trial a fresh workspace gets the smoke-scale Wolof cell (corpus, word vectors, corpus
 parser, parse, vocabulary, pretraining data, pretraining, UD and NER fine-tuning, scoring). Each
 `tango run` is watched through its log: when a step starts, the run is killed (SIGKILL to its
-whole process group) with probability --kill-probability at a uniform moment of that step's
-duration in the clean run, at most --kills-per-step times per step and trial. The same
+whole process group) with probability --kill-probability at a uniform moment of the first 60 % of that
+step's duration in the clean run, at most --kills-per-step times per step and trial. The same
 `tango run` is then started again, until one finishes without a kill. Many kill points come from
 one trial this way, each inside a known step.
 

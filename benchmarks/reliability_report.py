@@ -100,7 +100,7 @@ def faults_section(faults: Optional[Dict[str, Any]]) -> List[str]:
     lines += [
         f"`{faults['command']}` on `{faults['experiment']}` (seed {faults['seed']}, {faults['date']}, "
         f"{faults['wall_minutes']} min): each step, when it starts, is killed (SIGKILL to the whole `tango run` process "
-        f"group) at a uniform moment of its clean-run duration, at most {faults['kills_per_step']} times per trial "
+        f"group) at a uniform moment of the first 60 % of its clean-run duration, at most {faults['kills_per_step']} times per trial "
         f"({faults.get('long_step_kills', faults['kills_per_step'])} for steps longer than "
         f"{faults.get('long_step_seconds', '-')} s); the same `tango run` is repeated until it finishes. Every cache "
         f"entry Tango treats as complete is then compared with the clean run's entry of the same unique ID (JSON and "
