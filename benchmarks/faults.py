@@ -355,7 +355,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     record = {
         "benchmark": "benchmarks/faults.py",
         "command": "python -m benchmarks.faults " + " ".join(
-            a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("/") and "/tmp" not in a),
+            "<folder>" if a.startswith("/") or "/tmp" in a else a for a in (argv if argv is not None else sys.argv[1:])),
         "experiment": args.experiment,
         "seed": args.seed,
         "kills_per_step": args.kills_per_step,
