@@ -11,6 +11,7 @@ from tango.workspaces import LocalWorkspace
 
 from models.crf_tagger import BioulCrf, bioul_constraints
 from steps.common.data_root import DataError, DataPath
+from steps.common.formats import cached_location
 from steps.pretrain.encoders import RandomInitEncoder
 from steps.finetune.ner import FinetuneNer, NerConfig, batch_order, bio_to_bioul, check_bioul, read_bio, read_predictions, span_scores
 
@@ -181,7 +182,8 @@ def test_finetune_ner_learns_and_its_predictions_rescore(tiny_encoders, wikiann_
     result = step.result(LocalWorkspace(tmp_path / "workspace"))
     metrics = json.loads((result / "metrics.json").read_text())
     assert metrics["task"] == "ner" and metrics["primary_metric"] == "f1" and metrics["seed"] == 3
-    assert metrics["encoder"] == str(tiny_encoders["M"])
+    # Recorded where the encoder is cached, whichever run computed it (cache/<id>/result).
+    assert metrics["encoder"] == cached_location(tiny_encoders["M"]) and "/work/" not in metrics["encoder"]
     history = metrics["history"]
     assert len(history) == metrics["epochs_run"] == 5 and metrics["train_seconds"] > 0
     # It learns: dev loss falls and the selected epoch finds entities.

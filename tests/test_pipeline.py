@@ -123,7 +123,7 @@ def test_smoke_cell_reuses_data_steps_and_tables_match_the_cache(smoke_workspace
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert tables.returncode == 0, tables.stdout[-2000:] + tables.stderr[-2000:]
-    assert "4 table cells, 2 cached" in tables.stdout  # UD + NER for each of M and MX
+    assert "4 table cells: 2 cached, 2 not cached" in tables.stdout  # UD + NER for each of M and MX
     rows = {(r["table"], r["row"], r["column"]): r for r in csv.DictReader((out / "smoke/table2.csv").open())}
     assert float(rows[("table2", "M", "wolof")]["ours_mean"]) == pytest.approx(parser_metrics["test"]["las"], abs=1e-4)
     assert rows[("table2", "MX", "wolof")]["ours_mean"] == "" and rows[("table2", "MX", "wolof")]["paper"] == "77.74"
