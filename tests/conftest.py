@@ -1,10 +1,12 @@
 """Shared test setup: tests read real data from ../shared/data through the data root."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+from tango import Step
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
@@ -74,3 +76,23 @@ def resumed_run_matches(monkeypatch):
         return metrics
 
     return check
+
+
+from steps.common.formats import DirectoryFormat  # noqa: E402  (after the environment is set up above)
+
+
+@Step.register("fake_ud_finetune")
+class FakeUdFinetune(Step):
+    """A fine-tuning result without the fine-tuning: metrics.json with a given test LAS (dev = LAS + 1),
+    for tests of what reads cells (tables, cache integrity)."""
+
+    DETERMINISTIC = True
+    CACHEABLE = True
+    FORMAT = DirectoryFormat()
+
+    def run(self, las: float, seed: int) -> Path:  # type: ignore[override]
+        out = self.work_dir / "out"
+        out.mkdir(exist_ok=True)
+        (out / "metrics.json").write_text(json.dumps({
+            "task": "ud_parsing", "primary_metric": "las", "seed": seed, "dev": {"las": las + 1}, "test": {"las": las}}))
+        return out

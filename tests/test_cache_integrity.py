@@ -19,7 +19,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tango import Step
 from tango.common import Params
 from tango.step_graph import StepGraph
 from tango.workspaces import LocalWorkspace
@@ -140,23 +139,9 @@ def test_directory_format_reads_entries_written_before_the_manifest(tmp_path):
     assert DirectoryFormat().read(entry) == entry / "result"  # no manifest: nothing to check against
 
 
-@Step.register("fake_finetune_for_cache_integrity_test")
-class FakeFinetune(Step):
-    DETERMINISTIC = True
-    CACHEABLE = True
-    FORMAT = DirectoryFormat()
-
-    def run(self, las: float, seed: int) -> Path:  # type: ignore[override]
-        out = self.work_dir / "out"
-        out.mkdir(exist_ok=True)
-        (out / "metrics.json").write_text(json.dumps({
-            "task": "ud_parsing", "primary_metric": "las", "seed": seed, "dev": {"las": las + 1}, "test": {"las": las}}))
-        return out
-
-
 def _cell_experiment(path: Path, row: str, las: float) -> Path:
     path.write_text(json.dumps({"steps": {
-        "ft": {"type": "fake_finetune_for_cache_integrity_test", "las": las, "seed": 1},
+        "ft": {"type": "fake_ud_finetune", "las": las, "seed": 1},
         "score": {"type": "score_cell", "finetuned": {"type": "ref", "ref": "ft"}, "table": "table2", "row": row,
                   "column": "wolof", "scale": "cpu", "seed": 1},
         "cell": {"type": "aggregate_cell", "scores": [{"type": "ref", "ref": "score"}]},

@@ -18,29 +18,12 @@ from tango.workspaces import LocalWorkspace
 
 import steps  # noqa: F401
 from reporting import tables
-from steps.common.formats import DirectoryFormat
-
-
-@Step.register("fake_finetune_for_tables_test")
-class FakeFinetune(Step):
-    DETERMINISTIC = True
-    CACHEABLE = True
-    FORMAT = DirectoryFormat()
-
-    def run(self, las: float, seed: int) -> Path:  # type: ignore[override]
-        out = self.work_dir / "out"
-        out.mkdir()
-        (out / "metrics.json").write_text(json.dumps({
-            "task": "ud_parsing", "primary_metric": "las", "seed": seed,
-            "dev": {"las": las + 1}, "test": {"las": las},
-        }))
-        return out
 
 
 def _experiment(path: Path, row: str, column: str, seeds_and_las) -> Path:
     steps_config = {}
     for seed, las in seeds_and_las:
-        steps_config[f"ft_s{seed}"] = {"type": "fake_finetune_for_tables_test", "las": las, "seed": seed}
+        steps_config[f"ft_s{seed}"] = {"type": "fake_ud_finetune", "las": las, "seed": seed}
         steps_config[f"score_s{seed}"] = {
             "type": "score_cell", "finetuned": {"type": "ref", "ref": f"ft_s{seed}"},
             "table": "table2", "row": row, "column": column, "scale": "cpu", "seed": seed,
