@@ -5,7 +5,7 @@ UD trees (first ``--batch-size`` sentences of the train split, words cut into 3-
 so the TG step includes computing its STACK/COMPOSE mask and depth relative positions from the ids.
 Bar (issue 19): TG ≤ 1.5 × TXL(trees).
 
-    SIB_DATA_ROOT=../shared/data python benchmarks/bench_tg_step.py --steps 20 --json bench_tg.json
+    SIB_DATA_ROOT=../shared/data python benchmarks/bench_tg_step.py --steps 20 --threads 2 --json docs/benchmarks/tg_step.json
 """
 
 from __future__ import annotations
