@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from benchmarks.faults import compare_workspaces, step_durations
 
@@ -51,7 +52,8 @@ def test_a_different_figure_or_a_missing_file_is_a_wrong_entry(tmp_path):
 def test_recorded_encoder_location_is_the_cached_one_whichever_run_computed_it():
     from steps.common.formats import cached_location
 
-    assert cached_location("/w/cache/PretrainMicrobert-002-abc/work/result") == "/w/cache/PretrainMicrobert-002-abc/result"
-    assert cached_location("/w/cache/PretrainMicrobert-002-abc/work/encoder/x") == "/w/cache/PretrainMicrobert-002-abc/result/x"
-    assert cached_location("/w/cache/PretrainMicrobert-002-abc/result") == "/w/cache/PretrainMicrobert-002-abc/result"
+    entry = Path("ws", "cache", "PretrainMicrobert-002-abc")
+    assert cached_location(entry / "work" / "result") == str(entry / "result")
+    assert cached_location(entry / "work" / "encoder" / "x") == str(entry / "result" / "x")
+    assert cached_location(entry / "result") == str(entry / "result")
     assert cached_location("bert-base-multilingual-cased") == "bert-base-multilingual-cased"

@@ -26,7 +26,7 @@ def cached_location(path: PathOrStr) -> str:
     """Where a directory result lives once cached, for recording provenance.
 
     A step computed in the same ``tango run`` hands its consumers the folder it built in its work
-    directory (``cache/<id>/work/<folder>``); a later run hands them the cached copy
+    directory (``<folder>`` in the ``work`` folder of ``cache/<id>``); a later run hands them the cached copy
     (``cache/<id>/result``). Recording the latter either way keeps a result the same whichever
     run computed its inputs (benchmarks/faults.py compares killed and clean runs file by file)."""
     parts = Path(path).parts
