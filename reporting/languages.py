@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 LANGUAGES_LIBSONNET = CONFIGS / "languages.libsonnet"
@@ -33,7 +33,20 @@ def short_title(column: str) -> str:
     if column == "avg":
         return "Avg."
     facts = languages().get(column)
-    return facts["short_title"] if facts else column.replace("_", " ").title()
+    if facts:
+        return facts["short_title"]
+    language, variant = variant_of(column)
+    title = languages()[language].get("variant_titles", {}).get(variant) if language else None
+    return title or column.replace("_", " ").title()
+
+
+def variant_of(column: str) -> Tuple[Optional[str], Optional[str]]:
+    """(language, corpus variant) of a variant's column ("coptic_leakfree" → ("coptic", "leakfree")),
+    or (None, None)."""
+    for name, facts in languages().items():
+        if column.startswith(name + "_") and column[len(name) + 1:] in facts.get("corpus_variants", {}):
+            return name, column[len(name) + 1:]
+    return None, None
 
 
 def builder_conditions(field: str = "conditions") -> List[str]:

@@ -5,6 +5,8 @@
 
 Nothing is trained or recomputed: every figure is read from a cached step result, so the file
 always matches the cache. Sections are empty ("nothing cached yet") until their steps have run.
+With ``--update-docs`` a row of the committed report that this cache lacks is kept, marked †
+(the tables do the same with their cells): a partial cache never erases a result of record.
 """
 from __future__ import annotations
 
@@ -280,15 +282,24 @@ def seed_noise_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
     return note + markdown_table(["table", "row", "column", "scale", "seeds", "test per seed", "test", "dev"], rows)
 
 
+def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
+    """Four encoders × three fine-tuning regimes on Wolof, each factor alone (reporting.decomposition)."""
+    from reporting import decomposition
+
+    cells, effort = decomposition.decomposition_cells(workspace_dir, graphs)
+    return decomposition.markdown(cells, effort)
+
+
 def tables_section(workspace_dir: Path, graphs: Sequence[FileGraph], keep_record: bool = False) -> str:
     """The paper tables as `python -m reporting.tables` builds them (cached cells only; with
     ``keep_record``, the committed docs/tables cells this cache lacks too, marked †)."""
-    files = experiment_files(("experiments",))
+    files = tables.table_files()
     cells, problems = collect_cells(files, workspace_dir, graphs)
     if keep_record:
         cells = merge_record(cells, record_cells(tables.DOCS_TABLES))
     body = markdown_summary(cells) or "_nothing cached yet_\n"
-    note = (f"Built from {len(files)} experiment files by `python -m reporting.tables` (full tables, LaTeX, CSV "
+    note = (f"Built from {len(files)} experiment files (experiments/ and benchmarks/seeds/: a cell shows its cached "
+            f"result with the most seeds) by `python -m reporting.tables` (full tables, LaTeX, CSV "
             f"and Δ-vs-µB-M plots in `docs/tables/`); ours first, the paper's value beside it. Under each table: "
             f"each condition's difference from µB-M, mean ± 95 % t-interval over the seeds both were fine-tuned with "
             f"(paired by seed). Table 2: {paper_comparison_note()}\n\n")
@@ -341,6 +352,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),
         ("Seed noise", seed_noise_section(workspace_dir, graphs)),
+        ("Where the Wolof gap is (issue 14)", decomposition_section(workspace_dir, graphs)),
         ("Paper tables from the cache", tables_section(workspace_dir, graphs, keep_record)),
     ]
     text = ["# Results\n",
@@ -349,6 +361,104 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     for title, body in sections:
         text.append(f"\n## {title}\n\n{body}")
     return "".join(text)
+
+
+# Sections whose table rows are results of record, and how many leading columns name a row: a
+# committed row whose name this cache's table lacks is kept (marked †) when the record is rewritten.
+RECORD_ROW_KEYS = {
+    "Unlabeled corpora (paper Table 1)": 2,  # language, scale
+    "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)": 2,  # language, backend
+    "Corpus parse throughput": 1,
+    "Pretraining": 5,  # language, condition, steps, batch, train rows
+    "Fine-tuning runs (one per task, encoder and seed)": 5,  # scale, table, row, column, seed
+    "Seed noise": 4,  # table, row, column, scale
+}
+KEPT = "†"
+KEPT_NOTE = f"{KEPT} not in the cache that wrote this report: the committed record's row, kept."
+NOTHING = "_nothing cached yet_\n"
+
+
+def report_sections(text: str) -> Dict[str, str]:
+    """{section title: body} of a report written by build_report."""
+    parts = text.split("\n## ")
+    return {part.split("\n", 1)[0].strip(): (part.split("\n", 1)[1] if "\n" in part else "") for part in parts[1:]}
+
+
+def _cells(line: str) -> List[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _first_table(lines: List[str]) -> Optional[Tuple[int, int]]:
+    """(header index, end index) of the first Markdown table in ``lines``, or None."""
+    for i in range(len(lines) - 1):
+        if lines[i].startswith("| ") and lines[i + 1].startswith("|---"):
+            end = i + 2
+            while end < len(lines) and lines[end].startswith("| "):
+                end += 1
+            return i, end
+    return None
+
+
+def _unkept(cell: str) -> str:
+    return cell.replace(KEPT, "").strip()
+
+
+def keep_recorded_rows(body: str, recorded: str, key_columns: int) -> str:
+    """``body`` (a section as this cache writes it) plus every row of ``recorded`` (the committed
+    section) whose first ``key_columns`` cells name no row of body's table, marked †; columns are
+    matched by header, a column the record lacks reads —. The pretraining section's per-run
+    bullet lines are kept the same way, by their label."""
+    old_lines = recorded.splitlines()
+    old_table = _first_table(old_lines)
+    if old_table is None:
+        return body
+    old_header = _cells(old_lines[old_table[0]])
+    old_rows = [dict(zip(old_header, _cells(line))) for line in old_lines[old_table[0] + 2:old_table[1]]]
+    lines = body.splitlines()
+    table = _first_table(lines)
+    if table is None:
+        if NOTHING.strip() not in lines:
+            return body
+        at = lines.index(NOTHING.strip())
+        lines[at:at + 1] = old_lines[old_table[0]:old_table[0] + 2]
+        table = (at, at + 2)
+    header = _cells(lines[table[0]])
+    names = {tuple(_unkept(c) for c in _cells(line)[:key_columns]) for line in lines[table[0] + 2:table[1]]}
+    kept = []
+    for row in old_rows:
+        name = tuple(_unkept(row.get(column, "")) for column in header[:key_columns])
+        if name in names:
+            continue
+        cells = [row.get(column, "—") for column in header]
+        cells[0] = cells[0] if KEPT in cells[0] else f"{cells[0]} {KEPT}"
+        kept.append("| " + " | ".join(cells) + " |")
+    bullets = {line.split(":", 1)[0].replace(f" {KEPT}", "") for line in lines if line.startswith("- ")}
+    old_bullets = [line for line in old_lines[old_table[1]:] if line.startswith("- ")]
+    kept_bullets = [line if KEPT in line.split(":", 1)[0] else line.replace(":", f" {KEPT}:", 1)
+                    for line in old_bullets if line.split(":", 1)[0].replace(f" {KEPT}", "") not in bullets]
+    if not kept and not kept_bullets:
+        return body
+    lines[table[1]:table[1]] = kept
+    if kept_bullets:
+        if not bullets:
+            intro = next((line for line in old_lines[old_table[1]:] if line and not line.startswith(("- ", KEPT))), None)
+            lines += ["", intro, ""] if intro else [""]
+        lines += kept_bullets
+    return "\n".join(lines).rstrip("\n") + f"\n\n{KEPT_NOTE}\n"
+
+
+def keep_record(report: str, recorded: str) -> str:
+    """The report with the committed report's rows that this cache lacks (RECORD_ROW_KEYS)."""
+    old = report_sections(recorded)
+    head, *parts = report.split("\n## ")
+    out = [head]
+    for part in parts:
+        title, _, body = part.partition("\n")
+        if title.strip() in RECORD_ROW_KEYS and title.strip() in old:
+            body = keep_recorded_rows(body.lstrip("\n"), old[title.strip()], RECORD_ROW_KEYS[title.strip()])
+            body = "\n" + body
+        out.append(f"{title}\n{body}")
+    return "\n## ".join(out)
 
 
 def main(argv=None) -> int:
@@ -364,6 +474,8 @@ def main(argv=None) -> int:
     # The curves go beside the report: docs/curves/ with --update-docs, else <workspace>/curves/.
     report = build_report(workspace, Path(args.workspace).resolve(), keep_record=args.update_docs,
                           curves_dir=output.parent / "curves", report_dir=output.parent)
+    if args.update_docs and output.exists():
+        report = keep_record(report, output.read_text(encoding="utf-8"))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report)
     print(report)

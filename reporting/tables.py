@@ -1,10 +1,12 @@
 """Regenerate the paper's result tables from whatever the Tango cache holds; trains nothing.
 
-    python -m reporting.tables                      # all experiment files, tables under workspace/tables/
+    python -m reporting.tables                      # experiments/ and benchmarks/seeds/, tables under workspace/tables/
     python -m reporting.tables --scale cpu experiments/wolof_m.jsonnet experiments/wolof_random_init.jsonnet
     python -m reporting.tables --update-docs        # rewrite the committed record, docs/tables/
 
-For every experiment file, the config is built into its step graph (same ext vars as ``tango
+A cell is built by its one-seed file in experiments/ and, where run with more seeds, by a file in
+benchmarks/seeds/ (3 or 5 fine-tuning seeds, the same encoder): the table shows the cached result
+with the most seeds. For every experiment file, the config is built into its step graph (same ext vars as ``tango
 run``: the environment) and each ``aggregate_cell`` step is looked up in the workspace cache by its
 unique id, so a result shows up only if it was computed by the config as it is now. Cells that are
 not cached print as "—".
@@ -101,6 +103,14 @@ def paper_values(paper: dict, table: str) -> Tuple[List[str], List[str], Dict[st
     return list(spec["columns"]), list(conditions), spec["rows"]
 
 
+TABLE_FOLDERS = ("experiments", "benchmarks/seeds")
+
+
+def table_files() -> List[Path]:
+    """The files whose cells make the paper tables: experiments/ (one seed) and benchmarks/seeds/."""
+    return [path for folder in TABLE_FOLDERS for path in sorted((REPO / folder).rglob("*.jsonnet"))]
+
+
 def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path,
                   graphs: Optional[Sequence[FileGraph]] = None) -> Tuple[List[Cell], List[Tuple[Path, str]]]:
     """Every aggregate_cell of the experiment files, with its cached result if there is one, and
@@ -121,13 +131,17 @@ def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path,
             key = tuple(found[k] for k in ("table", "scale", "row", "column"))
             cell = cells.setdefault(key, Cell(*key))
             cell.experiments.append(graph.path)
-            if cell.result is None:
-                try:
-                    cell.result = checked_aggregate(cached_result(workspace_dir, found["unique_id"]),
-                                                    Path(workspace_dir) / "cache" / found["unique_id"])
-                    cell.damaged = None
-                except DamagedCacheEntry as error:
+            # Several files can build one cell with other seeds (experiments/: one seed; benchmarks/seeds:
+            # 3 or 5): the cached result with the most seeds is the cell's.
+            try:
+                result = checked_aggregate(cached_result(workspace_dir, found["unique_id"]),
+                                           Path(workspace_dir) / "cache" / found["unique_id"])
+            except DamagedCacheEntry as error:
+                if cell.result is None:
                     cell.damaged = str(error)
+                continue
+            if result is not None and (cell.result is None or result["n"] > cell.result["n"]):
+                cell.result, cell.damaged = result, None
     return list(cells.values()), problems
 
 
@@ -166,13 +180,16 @@ def _cell_text(cell: Optional[Cell], mark_recorded: bool = True) -> str:
 @dataclass
 class Entry:
     """One column of one row: our text and mean, the paper's value, the record's text (where shown)
-    and the paired difference from µB-M (None for the M row, for avg, or without both results)."""
+    and the paired difference from µB-M (None for the M row, for avg, or without both results); in a
+    corpus variant's column ("coptic_leakfree"), the paired difference from the same row on the
+    language's own corpus."""
 
     text: str
     mean: Optional[float]
     paper: Optional[float]
     record: Optional[str] = None
     delta: Optional[Difference] = None
+    variant_delta: Optional[Difference] = None
 
 
 def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict, record: Optional[Sequence[Cell]] = None):
@@ -199,13 +216,22 @@ def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict, reco
                                      None if recorded is None else format_mean_sd(record_mean, None, 1)))
                 continue
             cell, baseline = ours.get((row, column)), ours.get(("M", column))
-            delta = None
+            delta = variant_delta = None
             if row != "M" and cell and cell.result and baseline and baseline.result:
                 delta = paired_difference(cell.result, baseline.result)
+            base = ours.get((row, _variant_base(column, languages))) if column in extra_columns else None
+            if cell and cell.result and base and base.result:
+                variant_delta = paired_difference(cell.result, base.result)
             entries.append(Entry(_cell_text(cell), cell.mean if cell else None, published,
-                                 None if recorded is None else _cell_text(recorded.get((row, column)), mark_recorded=False), delta))
+                                 None if recorded is None else _cell_text(recorded.get((row, column)), mark_recorded=False),
+                                 delta, variant_delta))
         table_rows.append((row, entries))
     return columns, table_rows
+
+
+def _variant_base(column: str, languages: Sequence[str]) -> Optional[str]:
+    """The language whose corpus variant a column is ("coptic_leakfree" → "coptic"), or None."""
+    return next((language for language in languages if column.startswith(language + "_")), None)
 
 
 def _row_title(row: str) -> str:
@@ -251,17 +277,35 @@ def to_markdown(title: str, columns, table_rows) -> str:
     if any("†" in e.text for _, entries in table_rows for e in entries):
         notes.append("† not in the cache that wrote this table: the committed record's value, kept.")
     text = "\n".join(lines) + "\n" + ("\n" + " ".join(notes) + "\n" if notes else "")
-    return text + delta_markdown(columns, table_rows)
+    return text + delta_markdown(columns, table_rows) + variant_markdown(columns, table_rows)
+
+
+def variant_markdown(columns, table_rows) -> str:
+    """Each corpus variant's column − the same row on its language's own corpus, mean ± 95 %
+    t-interval over seeds, paired by seed ("" if no such pair is cached)."""
+    languages = [c for c in columns if c != "avg"]
+    variants = [(i, c, _variant_base(c, languages)) for i, c in enumerate(languages) if _variant_base(c, languages)]
+    lines = []
+    for row, entries in table_rows:
+        for index, column, base in variants:
+            if entries[index].variant_delta is not None:
+                lines.append(f"| {_row_title(row)} | {short_title(column)} − {short_title(base)} | {entries[index].variant_delta.text()} |")
+    if not lines:
+        return ""
+    return ("\nA corpus variant against the language's own corpus (same condition and fine-tuning seeds), "
+            "mean ± 95 % t-interval over seeds, paired by seed:\n\n| model | columns | Δ |\n|---|---|---|\n" + "\n".join(lines) + "\n")
 
 
 def _table_note(column: str) -> str:
     """A language's data note (configs/languages.libsonnet `table_note`), also for its corpus
     variants' columns ("coptic_leakfree"); "" for none."""
-    from reporting.languages import languages
+    from reporting.languages import languages, variant_of
 
     facts = languages()
-    language = column if column in facts else next((name for name in facts if column.startswith(name + "_")), None)
-    return facts[language].get("table_note", "") if language else ""
+    if column in facts:
+        return facts[column].get("table_note", "")
+    language, variant = variant_of(column)
+    return facts[language].get("variant_notes", {}).get(variant) or facts[language].get("table_note", "") if language else ""
 
 
 def _note_mark(column: str) -> str:
@@ -319,11 +363,11 @@ def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -
     return out.getvalue()
 
 
-def record_cells(record_dir: Path) -> List[Cell]:
+def record_cells(record_dir: Path, pattern: str = "*/*.csv") -> List[Cell]:
     """The committed cells (``docs/tables/<scale>/<table>.csv``) as Cells; per-seed values where the
     CSV has them (older records hold mean, sd and seeds only)."""
     cells = []
-    for path in sorted(Path(record_dir).glob("*/*.csv")):
+    for path in sorted(Path(record_dir).glob(pattern)):
         for line in csv.DictReader(path.open(encoding="utf-8")):
             if line["column"] == "avg" or not line["ours_mean"]:
                 continue
@@ -338,11 +382,12 @@ def record_cells(record_dir: Path) -> List[Cell]:
 
 
 def merge_record(cells: Sequence[Cell], record: Sequence[Cell]) -> List[Cell]:
-    """This cache's cells, and the record's where the cache has no result for that cell."""
+    """This cache's cells, and the record's where the cache has no result for that cell or one
+    with fewer seeds (a one-seed run does not replace a 3-seed result of record)."""
     merged = {(c.table, c.scale, c.row, c.column): c for c in cells}
     for cell in record:
         key = (cell.table, cell.scale, cell.row, cell.column)
-        if key not in merged or merged[key].result is None:
+        if key not in merged or merged[key].result is None or merged[key].result["n"] < cell.result["n"]:
             merged[key] = cell
     return list(merged.values())
 
@@ -536,7 +581,7 @@ def table1_markdown() -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("experiments", nargs="*", type=Path, help="experiment files (default: experiments/**/*.jsonnet)")
+    parser.add_argument("experiments", nargs="*", type=Path, help="experiment files (default: experiments/ and benchmarks/seeds/, **/*.jsonnet)")
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
     parser.add_argument("--out", type=Path, help="output folder (default: <workspace>/tables; docs/tables with --update-docs)")
     parser.add_argument("--update-docs", action="store_true",
@@ -552,7 +597,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"wrote {target}")
         return 0
     out = args.out or (DOCS_TABLES if args.update_docs else args.workspace / "tables")
-    files = args.experiments or sorted((REPO / "experiments").rglob("*.jsonnet"))
+    files = args.experiments or table_files()
     cells, problems = collect_cells(files, args.workspace)
     # One line per distinct error: a missing treebank otherwise prints once per condition and scale.
     files_by_error: Dict[str, List[str]] = {}
@@ -572,6 +617,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         written = write_tables(cells, out, args.scale or sorted({c.scale for c in cells + record}), record)
     for path in write_related_tables(cells, out, args.scale):
         written.setdefault(path.parent.name, []).append(path)
+    if not args.experiments:  # the Wolof gap decomposition (issue 14), beside the tables
+        from reporting import decomposition
+
+        grid, effort = decomposition.decomposition_cells(args.workspace)
+        target = decomposition.DOCS if args.update_docs else out / "decomposition"
+        written.setdefault("decomposition", []).extend(decomposition.write(grid, effort, target))
     damaged = [c for c in cells if c.damaged]
     print(f"{len(files)} experiment files, {len(cells)} table cells: {len(cached)} cached, "
           f"{len(cells) - len(cached) - len(damaged)} not cached (shown as —), {len(damaged)} damaged")

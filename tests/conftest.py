@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from tango import Step
@@ -90,9 +91,10 @@ class FakeUdFinetune(Step):
     CACHEABLE = True
     FORMAT = DirectoryFormat()
 
-    def run(self, las: float, seed: int) -> Path:  # type: ignore[override]
+    def run(self, las: float, seed: int, steps: Optional[int] = None, best_epoch: Optional[int] = None) -> Path:  # type: ignore[override]
         out = self.work_dir / "out"
         out.mkdir(exist_ok=True)
         (out / "metrics.json").write_text(json.dumps({
-            "task": "ud_parsing", "primary_metric": "las", "seed": seed, "dev": {"las": las + 1}, "test": {"las": las}}))
+            "task": "ud_parsing", "primary_metric": "las", "seed": seed, "dev": {"las": las + 1}, "test": {"las": las},
+            "steps": steps, "best_epoch": best_epoch}))
         return out

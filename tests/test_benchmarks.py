@@ -44,3 +44,19 @@ def test_logged_lines_name_no_machine_paths(tmp_path):
             f"from {repo}/experiments/wolof_m.jsonnet")
     assert time_experiment.without_machine_paths(line, workspace, repo) == (
         "WARNING site-packages/tango/step_info.py:30 exported to <workspace>/cache/Pretrain-002-x from experiments/wolof_m.jsonnet")
+
+
+def test_language_campaign_files_are_committed_as_generated():
+    """benchmarks/seeds/ holds every cell of the issue-17 campaign, as the campaign writes it, and
+    each calls the builder with 3 seeds (or is a 5-seed file): the tables read exactly these."""
+    from benchmarks import languages_campaign as campaign
+
+    for language in campaign.LANGUAGES:
+        for name in campaign.cells(language):
+            path = campaign.cell_file(language, name, write=False)
+            assert path.exists(), path
+            text = path.read_text(encoding="utf-8")
+            if path.name.endswith("_3seeds.jsonnet"):
+                assert text == campaign.cell_text(language, name), f"{path.name}: rerun benchmarks/languages_campaign.py --dry-run"
+            assert "seeds=[42, 43, 44" in text and f'("{language}"' in text
+    assert 'corpus="leakfree"' in campaign.cell_file("coptic", "m_leakfree", write=False).read_text()

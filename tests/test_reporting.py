@@ -130,3 +130,43 @@ def test_paired_interval_by_hand():
     assert interval([2.0]).text() == "+2.00 (1 seed, no interval)"
     assert paired_difference({"seeds": [1], "test": {"values": None}}, m).mean is None
     assert statistics.fmean(differences) == pytest.approx(mean)
+
+
+def test_update_docs_keeps_the_report_rows_the_cache_lacks():
+    """A committed row this cache has no row for is kept, marked † (columns matched by header, a new
+    column reads —); a row the cache has again is the cache's; an empty section keeps the record's
+    table; the pretraining bullets are kept by their label; a second rewrite changes nothing."""
+    recorded = "\n".join([
+        "# Results", "", "## Pretraining", "",
+        "| language | condition | steps | batch | train rows | loss |", "|---|---|---|---|---|---|",
+        "| wolof | M | 3000 | 64 | 11127 | 5.99 |", "| wolof | MX | 3000 | 64 | 11127 | 5.92 |", "",
+        "Dev MLM loss per validation (step: loss):", "",
+        "- µB-M (wolof, 3000 steps): 500: 6.6", "- µB-MX (wolof, 3000 steps): 500: 6.4", "",
+        "## Fine-tuning runs (one per task, encoder and seed)", "",
+        "| scale | table | row | column | seed | test |", "|---|---|---|---|---|---|",
+        "| cpu | table2 | M | wolof | 42 | 68.73 |", "",
+        "## Pretraining step benchmark", "", "| model | ms |", "|---|---|", "| old | 1 |", ""])
+    fresh = "\n".join([
+        "# Results", "", "## Pretraining", "",
+        "| language | condition | steps | batch | train rows | loss |", "|---|---|---|---|---|---|",
+        "| wolof | MX | 3000 | 64 | 11127 | 5.80 |", "",
+        "Dev MLM loss per validation (step: loss):", "", "- µB-MX (wolof, 3000 steps): 500: 6.3", "",
+        "## Fine-tuning runs (one per task, encoder and seed)", "", "note", "", report.NOTHING,
+        "## Pretraining step benchmark", "", "| model | ms |", "|---|---|", "| new | 2 |", ""])
+    merged = report.keep_record(fresh, recorded)
+    sections = report.report_sections(merged)
+    pretraining = sections["Pretraining"].splitlines()
+    assert "| wolof | MX | 3000 | 64 | 11127 | 5.80 |" in pretraining and "| wolof † | M | 3000 | 64 | 11127 | 5.99 |" in pretraining
+    assert not any("5.92" in line for line in pretraining)
+    assert "- µB-M † (wolof, 3000 steps): 500: 6.6".replace(" †", "") not in pretraining
+    assert "- µB-M (wolof, 3000 steps) †: 500: 6.6" in pretraining and "- µB-MX (wolof, 3000 steps): 500: 6.3" in pretraining
+    assert sum(line.startswith("- µB-MX") for line in pretraining) == 1
+    runs = sections["Fine-tuning runs (one per task, encoder and seed)"]
+    assert "| cpu † | table2 | M | wolof | 42 | 68.73 |" in runs and "note" in runs and report.NOTHING.strip() not in runs
+    assert report.KEPT_NOTE in runs
+    assert sections["Pretraining step benchmark"] == report.report_sections(fresh)["Pretraining step benchmark"]  # not a record section
+    assert report.keep_record(merged, merged) == merged
+    # A new column the record lacks reads —.
+    wider = fresh.replace("| loss |", "| loss | official |").replace("|---|---|---|---|---|---|", "|---|---|---|---|---|---|---|", 1) \
+        .replace("5.80 |", "5.80 | 70.1 |")
+    assert "| wolof † | M | 3000 | 64 | 11127 | 5.99 | — |" in report.keep_record(wider, recorded)

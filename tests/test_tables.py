@@ -83,6 +83,43 @@ def test_tables_from_partly_filled_cache(tmp_path):
     assert (out / "cpu" / "table3.md").exists()  # empty tables are still written, all "—"
 
 
+def test_corpus_variant_against_its_language(tmp_path):
+    """A corpus variant's column (Coptic leak-free) gets its own header and note, and its difference
+    from the same row on the language's own corpus, paired by seed: −1, −2, 0 → −1.00 ± t(0.975, 2) · 1 / √3."""
+    workspace = LocalWorkspace(tmp_path / "ws")
+    files = [_experiment(tmp_path / "coptic_m.json", "M", "coptic", [(1, 80.0), (2, 82.0), (3, 81.0)]),
+             _experiment(tmp_path / "coptic_m_leakfree.json", "M", "coptic_leakfree", [(1, 79.0), (2, 80.0), (3, 81.0)])]
+    for file in files:
+        _run(file, workspace)
+    cells, _ = tables.collect_cells(files, workspace.dir)
+    tables.write_tables(cells, tmp_path / "tables")
+    markdown = (tmp_path / "tables" / "cpu" / "table2.md").read_text()
+    assert "| Coptic leak-free‡ ours | paper |" in markdown and "Coptic leak-free: UD Coptic-Scriptorium r2.11" in markdown
+    assert "less the 41 documents" in markdown
+    variant_lines = markdown.split("paired by seed:")[-1].splitlines()
+    assert f"| µB-M | Coptic leak-free − Coptic | -1.00 ± {4.302652729911275 / 3 ** 0.5:.2f}" in "\n".join(variant_lines)
+
+
+def test_a_cell_shows_its_result_with_the_most_seeds(tmp_path):
+    """experiments/ builds a cell with one seed, benchmarks/seeds/ the same cell with three: the
+    table's is the 3-seed result in either file order, and a one-seed cache cell does not replace a
+    3-seed cell of record (a tie goes to the cache)."""
+    workspace = LocalWorkspace(tmp_path / "ws")
+    one = _experiment(tmp_path / "maltese_m.json", "M", "maltese", [(42, 80.0)])
+    three = _experiment(tmp_path / "maltese_m_3seeds.json", "M", "maltese", [(42, 80.0), (43, 81.0), (44, 82.0)])
+    for file in (one, three):
+        _run(file, workspace)
+    for order in ([one, three], [three, one]):
+        (cell,), _ = tables.collect_cells(order, workspace.dir)
+        assert cell.result["n"] == 3 and cell.mean == pytest.approx(81.0)
+    (single,), _ = tables.collect_cells([one], workspace.dir)
+    (recorded,), _ = tables.collect_cells([three], workspace.dir)
+    recorded.recorded = True
+    assert tables.merge_record([single], [recorded]) == [recorded]
+    (again,), _ = tables.collect_cells([three], workspace.dir)
+    assert tables.merge_record([again], [recorded]) == [again]
+
+
 def test_aggregate_refuses_mixed_cells():
     from steps.evaluate.scoring import AggregateCell
 

@@ -5,7 +5,8 @@
 //                every 5k steps so a 10-minute command loses at most one interval
 //   fine-tuning  `regime`: "paper" (SPEC §H: 3×400 BiLSTM, 300 epochs of 200 batches, patience 50)
 //                or "paper_tenth" (ours, an intermediate stand-in: the paper's head and rates, 30
-//                epochs, patience 10), one CPU thread each so `tango run -j` fills the machine
+//                epochs, patience 10), or "cpu" (the cpu scale's own); one CPU thread each so
+//                `tango run -j` fills the machine
 // Score cells are scale "gpu-<regime>", so tables keep them apart from the cpu and paper files.
 local lib = import "../../configs/lib.libsonnet";
 
@@ -16,7 +17,14 @@ local paper_ud = {
 local regimes = {
   paper: { ud: paper_ud, ner: { epochs: 300, patience: 50, encoder_lr: 1e-5 } },
   paper_tenth: { ud: paper_ud + { epochs: 30, patience: 10 }, ner: { epochs: 30, patience: 10, encoder_lr: 1e-5 } },
+  cpu: { ud: {}, ner: {} },  // the cpu scale's own fine-tuning (the decomposition's first column)
 };
+
+// The fine-tuning regime alone, on any cell's steps.
+local finetuning(step, regime) =
+  if step.type == "finetune_ud_parser" then step + { config+: regimes[regime].ud, num_threads: 1 }
+  else if step.type == "finetune_ner" then step + { config+: regimes[regime].ner, num_threads: 1 }
+  else step;
 
 local overlay(cell, regime, loader_workers) = {
   steps: std.mapWithKey(
@@ -28,10 +36,8 @@ local overlay(cell, regime, loader_workers) = {
         training+: lib.scales.paper.pretrain.training + { lr: 3e-3, batch_size: 256, grad_accumulation: 1, checkpoint_every: 5000 },
         loader_workers: loader_workers,
       }
-      else if step.type == "finetune_ud_parser" then step + { config+: regimes[regime].ud, num_threads: 1 }
-      else if step.type == "finetune_ner" then step + { config+: regimes[regime].ner, num_threads: 1 }
       else if step.type == "score_cell" then step + { scale: "gpu-" + regime }
-      else step,
+      else finetuning(step, regime),
     cell.steps
   ),
 };
@@ -47,6 +53,10 @@ local overlay(cell, regime, loader_workers) = {
       else lib.experiment(language, condition, "cpu", seeds=seeds),
       regime, loader_workers
     ),
+  // Any cell (e.g. a cpu one) fine-tuned under `regime`, everything upstream unchanged.
+  with_regime(cell, regime)::
+    assert std.objectHas(regimes, regime) : "unknown regime " + regime;
+    { steps: std.mapWithKey(function(name, step) finetuning(step, regime), cell.steps) },
   wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6)::
     $.cell("wolof", condition, seeds, regime, loader_workers),
 }

@@ -1,0 +1,36 @@
+// Where Wolof µB-M's missing LAS go (issue 14 item 1): one encoder × one fine-tuning regime per
+// file, so each factor's effect is a paired difference (same fine-tuning seeds) between two files.
+//   encoder  random-init  no pretraining (the cpu cell's vocabulary)
+//            cpu          experiments/wolof_m.jsonnet's µBERT: 3,000 steps × 64 rows of a 10k-sentence corpus
+//            long         the same rows, 20,000 steps × 256 (long_pretraining.libsonnet)
+//            paper        the whole 34k-sentence corpus, SPEC §G: 62,500 steps × 256 (paper_scale.libsonnet)
+//   regime   cpu          the cpu scale's: 2×200 BiLSTM, 20 epochs of the train split, raised rates
+//            paper_tenth  ours, a stand-in: the paper's head and rates, 30 epochs of 200 batches, patience 10
+//            paper        SPEC §H: 3×400 BiLSTM, up to 300 epochs of 200 batches, patience 50
+// Each fine-tuning step is the cache entry of the file it comes from (benchmarks/seeds, gpu/*): only
+// the score cells are new, relabelled table "decomposition:ud" / ":ner", row <encoder>, scale <regime>
+// (reporting.report "Where the Wolof gap is").
+local lib = import "../../configs/lib.libsonnet";
+local long = import "long_pretraining.libsonnet";
+local paper = import "paper_scale.libsonnet";
+
+local encoders = ["random-init", "cpu", "long", "paper"];
+
+function(encoder, regime, seeds=[42, 43, 44, 45, 46])
+  assert std.member(encoders, encoder) : "unknown encoder " + encoder + "; known: " + std.join(", ", encoders);
+  local cell =
+    if encoder == "paper" then paper.cell("wolof", "M", seeds, regime)
+    else paper.with_regime(
+      if encoder == "random-init" then lib.random_init_experiment("wolof", "cpu", seeds=seeds)
+      else if encoder == "cpu" then lib.experiment("wolof", "M", "cpu", seeds=seeds)
+      else long("M", seeds),
+      regime
+    );
+  {
+    steps: std.mapWithKey(
+      function(name, step)
+        if step.type == "score_cell" then step + { table: if step.table == "table2" then "decomposition:ud" else "decomposition:ner", row: encoder, scale: regime }
+        else step,
+      cell.steps
+    ),
+  }

@@ -1,0 +1,197 @@
+"""Where Wolof µB-M's missing LAS go (issue 14 item 1), from the cache: four encoders × three
+fine-tuning regimes (benchmarks/gpu/decomposition.libsonnet), and each factor's effect as a paired
+difference over the fine-tuning seeds the two cells share.
+
+    python -m reporting.tables [--update-docs]  # also writes workspace/tables/decomposition/ (docs/decomposition/)
+    python -m reporting.report                  # section "Where the Wolof gap is"
+
+The factors, one at a time:
+
+* pretraining at all: cpu µBERT − random-init (same vocabulary, same fine-tuning);
+* pretraining compute: long − cpu (the same 11k rows, 27× the rows seen);
+* the paper's pretraining: paper − long (the whole 34k-sentence corpus, SPEC §G's 62,500 × 256);
+* the fine-tuning regime, for each encoder: paper_tenth − cpu and paper − paper_tenth.
+
+Beside each cell, the fine-tuning steps it ran and its best epoch (mean over seeds), from every
+seed's ``metrics.json``: how much of the paper regime's 60,000-step allowance early stopping used.
+Like the paper tables, a cell this cache lacks keeps the committed record's value, marked †.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from reporting.graphs import FileGraph, cached_result, display_path, load_graphs
+from reporting.significance import paired_difference
+from reporting.tables import REPO, Cell, collect_cells, merge_record, record_cells
+from steps.evaluate.scoring import format_mean_sd
+
+FOLDER = REPO / "benchmarks" / "gpu" / "decomposition"
+RECORD = "decomposition"  # the file stem
+DOCS = REPO / "docs" / "decomposition"  # the committed record (not under docs/tables: its cells are no paper table's)
+ENCODERS = ("random-init", "cpu", "long", "paper")
+REGIMES = ("cpu", "paper_tenth", "paper")
+TASKS = {"decomposition:ud": ("UD", "test LAS"), "decomposition:ner": ("NER", "test F1")}
+PAPER = {"decomposition:ud": 77.71, "decomposition:ner": 83.40}  # the paper's Wolof µB-M (Tables 2, 3)
+FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes each regime / encoder
+    ("pretraining at all (cpu − random-init)", ("cpu", "*"), ("random-init", "*")),
+    ("27× the pretraining rows (long − cpu)", ("long", "*"), ("cpu", "*")),
+    ("the paper's corpus and schedule (paper − long)", ("paper", "*"), ("long", "*")),
+    ("the paper's head and rates, 30 epochs (paper_tenth − cpu regime)", ("*", "paper_tenth"), ("*", "cpu")),
+    ("the full paper regime (paper − paper_tenth)", ("*", "paper"), ("*", "paper_tenth")),
+)
+EXTRA_FIELDS = ["steps_run", "best_epoch"]
+
+
+def files() -> List[Path]:
+    return sorted(FOLDER.glob("*.jsonnet"))
+
+
+def _finetune_effort(graphs: Sequence[FileGraph], workspace_dir: Path) -> Dict[Tuple[str, str, str], Tuple[float, float]]:
+    """{(table, encoder, regime): (mean steps run, mean best epoch)} over the cached fine-tunings."""
+    found: Dict[Tuple[str, str, str], List[Tuple[int, int]]] = {}
+    for graph in graphs:
+        for cell in graph.cells:
+            if not cell["table"].startswith("decomposition:"):
+                continue
+            task = "ud_parser" if cell["table"].endswith(":ud") else "ner"
+            for name, (_, unique_id) in graph.steps.items():
+                if not re.fullmatch(rf"{task}_s\d+", name):  # the fine-tuning of one seed (lib.libsonnet's names)
+                    continue
+                try:
+                    location = cached_result(workspace_dir, unique_id)
+                except Exception:  # a damaged entry: the cell itself reports it
+                    location = None
+                metrics = Path(location) / "metrics.json" if location is not None else None
+                if metrics is not None and metrics.exists():
+                    m = json.loads(metrics.read_text())
+                    found.setdefault((cell["table"], cell["row"], cell["scale"]), []).append((m.get("steps"), m.get("best_epoch")))
+    return {key: (statistics.fmean(s for s, _ in runs if s is not None) if any(s is not None for s, _ in runs) else None,
+                  statistics.fmean(b for _, b in runs if b is not None) if any(b is not None for _, b in runs) else None)
+            for key, runs in found.items()}
+
+
+def decomposition_cells(workspace_dir: Path, graphs: Optional[Sequence[FileGraph]] = None,
+                        keep_record: bool = True) -> Tuple[List[Cell], Dict]:
+    """The grid's cells (cached, else the record's when ``keep_record``) and the fine-tuning effort
+    {(table, encoder, regime): (steps run, best epoch)} (cache, else record)."""
+    paths = files()
+    if graphs is None:
+        graphs = load_graphs(paths, workspace_dir)
+    wanted = {display_path(p) for p in paths}
+    graphs = [g for g in graphs if g.path in wanted]
+    cells, _ = collect_cells(paths, workspace_dir, graphs)
+    effort = {key: value + (False,) for key, value in _finetune_effort(graphs, workspace_dir).items()}
+    if keep_record:
+        cells = merge_record(cells, record_cells(DOCS, pattern=f"{RECORD}.csv"))
+        for (table, encoder, regime), value in recorded_effort().items():
+            effort.setdefault((table, encoder, regime), value + (True,))
+    return cells, effort
+
+
+def recorded_effort() -> Dict[Tuple[str, str, str], Tuple[Optional[float], Optional[float]]]:
+    path = DOCS / f"{RECORD}.csv"
+    if not path.exists():
+        return {}
+    number = lambda text: float(text) if text else None  # noqa: E731
+    return {(line["table"], line["row"], line["scale"]): (number(line["steps_run"]), number(line["best_epoch"]))
+            for line in csv.DictReader(path.open(encoding="utf-8"))}
+
+
+def _by_key(cells: Sequence[Cell]) -> Dict[Tuple[str, str, str], Cell]:
+    return {(c.table, c.row, c.scale): c for c in cells if c.table in TASKS and c.result}
+
+
+def factor_rows(cells: Sequence[Cell]) -> List[Tuple[str, str, str, str, str]]:
+    """(task, factor, where, Δ text, seeds) for every factor pair with both cells cached."""
+    by_key = _by_key(cells)
+    rows = []
+    for table, (task, _) in TASKS.items():
+        for what, (cell_encoder, cell_regime), (base_encoder, base_regime) in FACTORS:
+            fixed = REGIMES if cell_encoder != "*" else ENCODERS
+            for value in fixed:
+                cell_key = (table, value if cell_encoder == "*" else cell_encoder, value if cell_regime == "*" else cell_regime)
+                base_key = (table, value if base_encoder == "*" else base_encoder, value if base_regime == "*" else base_regime)
+                if cell_key in by_key and base_key in by_key:
+                    difference = paired_difference(by_key[cell_key].result, by_key[base_key].result)
+                    where = f"regime {value}" if cell_encoder != "*" else f"encoder {value}"
+                    recorded = " †" if by_key[cell_key].recorded or by_key[base_key].recorded else ""
+                    rows.append((task, what, where, difference.text() + recorded, str(difference.n)))
+    return rows
+
+
+def markdown(cells: Sequence[Cell], effort: Dict) -> str:
+    by_key = _by_key(cells)
+    lines = []
+    for table, (task, metric) in TASKS.items():
+        lines += [f"{task} {metric} (mean ± sd over seeds; the paper's Wolof µB-M: {PAPER[table]:.2f}); "
+                  "under each, dev and the fine-tuning steps run (best epoch):", "",
+                  "| encoder | " + " | ".join(f"regime {r}" for r in REGIMES) + " |", "|---|" + "---|" * len(REGIMES)]
+        for encoder in ENCODERS:
+            texts = []
+            for regime in REGIMES:
+                cell = by_key.get((table, encoder, regime))
+                if cell is None:
+                    texts.append("—")
+                    continue
+                test, dev = cell.result["test"], cell.result.get("dev") or {}
+                steps, best, kept = effort.get((table, encoder, regime), (None, None, False))
+                text = format_mean_sd(test["mean"], test["sd"], cell.result["n"]) + (" †" if cell.recorded else "")
+                text += f"<br>dev {dev['mean']:.2f}" if dev.get("mean") is not None else ""
+                text += f"<br>{steps:,.0f} steps (best epoch {best:.1f})" if steps is not None and best is not None else ""
+                texts.append(text)
+            lines.append(f"| {encoder} | " + " | ".join(texts) + " |")
+        lines.append("")
+    rows = factor_rows(cells)
+    lines += ["Each factor alone: the difference between two cells, mean ± 95 % t-interval over the fine-tuning "
+              "seeds both share (paired by seed):", ""]
+    if rows:
+        lines += ["| task | factor | where | Δ | seeds |", "|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+    else:
+        lines.append("_no factor has both of its cells cached yet_")
+    if any(c.recorded for c in by_key.values()):
+        lines += ["", "† not in the cache that wrote this: the committed record's value (docs/decomposition/), kept."]
+    files_text = ", ".join(f"`{p.name}`" for p in files()[:2])
+    lines += ["", f"Cells: `tango run benchmarks/gpu/decomposition/<file>` ({len(files())} files, e.g. {files_text}; "
+              "benchmarks/gpu/decomposition.libsonnet says what each encoder and regime is); the cpu-regime cells of "
+              "random-init and cpu fit the 2-core machine, the rest is the GPU campaign's "
+              "(`python benchmarks/gpu/campaign.py finetune --files benchmarks/gpu/decomposition/...`)."]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(cells: Sequence[Cell], effort: Dict) -> str:
+    """The record: the tables' CSV fields (reporting.tables.record_cells reads it back) plus steps run
+    and best epoch."""
+    from reporting.tables import CSV_FIELDS
+
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_FIELDS + EXTRA_FIELDS)
+    number = lambda value: "" if value is None else f"{value:.4f}"  # noqa: E731
+    for (table, encoder, regime), cell in sorted(_by_key(cells).items()):
+        test = cell.result["test"]
+        steps, best, _ = effort.get((table, encoder, regime), (None, None, False))
+        row = {"table": table, "scale": regime, "row": encoder, "column": "wolof", "ours_mean": number(test["mean"]),
+               "ours_sd": number(test["sd"]), "seeds": " ".join(map(str, cell.result["seeds"])),
+               "test_values": " ".join(f"{v:.4f}" for v in test.get("values") or []),
+               "source": "record" if cell.recorded else "cache", "steps_run": number(steps), "best_epoch": number(best)}
+        writer.writerow([row.get(field, "") for field in CSV_FIELDS + EXTRA_FIELDS])
+    return out.getvalue()
+
+
+def write(cells: Sequence[Cell], effort: Dict, directory: Path) -> List[Path]:
+    """decomposition.md and decomposition.csv (the record's form) in ``directory``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in ((f"{RECORD}.md", "### Where the Wolof gap is: encoders × fine-tuning regimes\n\n" + markdown(cells, effort)),
+                       (f"{RECORD}.csv", to_csv(cells, effort))):
+        (directory / name).write_text(text, encoding="utf-8")
+        written.append(directory / name)
+    return written

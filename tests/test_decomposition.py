@@ -1,0 +1,60 @@
+"""The Wolof gap decomposition (reporting.decomposition): the grid from the cache, each factor as a
+paired difference a hand computation gives, the effort fine-tuning used, and the record kept (†)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from tango.workspaces import LocalWorkspace
+
+from reporting import decomposition
+from test_tables import _run
+
+
+def _cell_file(path, encoder, regime, runs):
+    """A decomposition cell's steps, named as lib.libsonnet names them: runs = [(seed, LAS, steps, best epoch)]."""
+    steps = {}
+    for seed, las, used, best in runs:
+        steps[f"ud_parser_s{seed}"] = {"type": "fake_ud_finetune", "las": las, "seed": seed, "steps": used, "best_epoch": best}
+        steps[f"ud_parser_score_s{seed}"] = {"type": "score_cell", "finetuned": {"type": "ref", "ref": f"ud_parser_s{seed}"},
+                                             "table": "decomposition:ud", "row": encoder, "column": "wolof", "scale": regime, "seed": seed}
+    steps["cell"] = {"type": "aggregate_cell", "scores": [{"type": "ref", "ref": f"ud_parser_score_s{s}"} for s, *_ in runs]}
+    path.write_text(json.dumps({"steps": steps}))
+    return path
+
+
+def test_decomposition_factors_and_record(tmp_path, monkeypatch):
+    grid = {("random-init", "cpu"): [(1, 60.0, 1500, 18), (2, 61.0, 1500, 20), (3, 62.0, 1500, 19)],
+            ("cpu", "cpu"): [(1, 61.0, 1500, 20), (2, 63.0, 1500, 17), (3, 62.0, 1500, 20)],
+            ("cpu", "paper_tenth"): [(1, 65.0, 4000, 10), (2, 66.0, 5000, 15), (3, 67.0, 6000, 20)]}
+    paths = [_cell_file(tmp_path / f"{e}_{r}.json", e, r, runs) for (e, r), runs in grid.items()]
+    workspace = LocalWorkspace(tmp_path / "ws")
+    for path in paths:
+        _run(path, workspace)
+    monkeypatch.setattr(decomposition, "files", lambda: paths)
+    monkeypatch.setattr(decomposition, "DOCS", tmp_path / "docs")
+
+    cells, effort = decomposition.decomposition_cells(workspace.dir)
+    rows = {(task, what.split(" (")[0], where): (delta, n) for task, what, where, delta, n in decomposition.factor_rows(cells)}
+    half = 4.302653 / 3 ** 0.5  # t(0.975, 2) · sd 1 / √3
+    assert rows[("UD", "pretraining at all", "regime cpu")] == (f"+1.00 ± {half:.2f}", "3")  # 1, 2, 0
+    assert rows[("UD", "the paper's head and rates, 30 epochs", "encoder cpu")] == (f"+4.00 ± {half:.2f}", "3")  # 4, 3, 5
+    assert len(rows) == 2  # no other factor has both cells
+    assert effort[("decomposition:ud", "cpu", "paper_tenth")][:2] == (5000, 15)
+    text = decomposition.markdown(cells, effort)
+    assert "| cpu | 62.00 ± 1.00<br>dev 63.00<br>1,500 steps (best epoch 19.0) | 66.00 ± 1.00<br>dev 67.00<br>5,000 steps (best epoch 15.0) | — |" in text
+    assert "†" not in text
+
+    decomposition.write(cells, effort, decomposition.DOCS)  # the record, then a fresh cache without these cells
+    recorded, recorded_effort = decomposition.decomposition_cells(LocalWorkspace(tmp_path / "fresh").dir)
+    assert all(c.recorded for c in recorded if c.result) and len([c for c in recorded if c.result]) == 3
+    again = {(task, what.split(" (")[0], where): delta for task, what, where, delta, _ in decomposition.factor_rows(recorded)}
+    assert again[("UD", "pretraining at all", "regime cpu")] == f"+1.00 ± {half:.2f} †"
+    assert recorded_effort[("decomposition:ud", "cpu", "paper_tenth")] == pytest.approx((5000, 15, True))
+    assert "62.00 ± 1.00 †" in decomposition.markdown(recorded, recorded_effort)
+
+
+def test_decomposition_files_cover_the_grid():
+    names = {p.name for p in decomposition.files()}
+    expected = {f"wolof_{e.replace('-', '_')}_{r}.jsonnet" for e in decomposition.ENCODERS for r in decomposition.REGIMES}
+    assert names == expected
