@@ -41,7 +41,7 @@
       "variant without them. The UD treebank is r2.11 (55,858 words), not the paper's r2.8 (48,632).",
     ],
     table_note: "UD Coptic-Scriptorium r2.11 (55,858 words), not the paper's r2.8 (48,632); the corpus holds the raw text of the UD dev/test documents, as the paper's did",
-    table1_note: "the reference train.txt itself: 983,264 whitespace tokens; the reference reader keeps the first 200 tokens of the 32 longer sentences (max_sentence_tokens) and reads 7 lacunae \"[ ]\" as one CoNLL-U word each, which the joined text splits in two",
+    table1_note: "the reference train.txt itself (983,264 whitespace tokens), read as the reference reader did: the 7 lacunae \"[ ]\" one word each, as in the CoNLL-U it was joined from, and only the first 200 tokens of the 32 longer sentences",
   },
   maltese: {
     treebank: "mt_mudt", wikiann: "mt", stanza_code: "mt", corpus_format: "wikipedia_html",

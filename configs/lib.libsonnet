@@ -42,8 +42,9 @@ local pronto_tables = {
   // Steps shared by all conditions of (language, scale): parse corpus → build vocab → inputs.
   //
   // `corpus`: null for <language>/corpus, or the name of one of the language's `corpus_variants`
-  // (languages.libsonnet; e.g. Coptic's "leakfree"). `reference_reader`: keep only the first 200
-  // tokens of a longer sentence, as the reference's CoNLL-U reader does (Coptic's Table 1 count).
+  // (languages.libsonnet; e.g. Coptic's "leakfree"). `reference_reader`: read as the reference's
+  // CoNLL-U reader did: a lacuna "[ ]" one word, only the first 200 tokens of a longer sentence
+  // (Coptic's Table 1 count, 970,642).
   data_steps(language, scale, parser_backend="stanza", corpus=null, reference_reader=false)::
     assert std.objectHas(languages, language) : "unknown language " + language + "; known: " + std.join(", ", std.objectFields(languages));
     assert std.objectHas(scales, scale) : "unknown scale " + scale + "; known: " + std.join(", ", std.objectFields(scales));
@@ -53,7 +54,7 @@ local pronto_tables = {
     local folder = if corpus == null then "corpus" else variants[corpus];
     local load_corpus(caps) = { type: "load_corpus", language: language, corpus: data(language + "/" + folder) } + caps
       + (if std.get(languages[language], "corpus_split_punctuation", true) then {} else { split_punctuation: false })
-      + (if reference_reader then { max_sentence_tokens: 200 } else {});
+      + (if reference_reader then { max_sentence_tokens: 200, join_lacunae: true } else {});
     local own_vectors_corpus = parser_backend == "stanza" && s.word_vectors_corpus != s.corpus;
     {
       corpus: load_corpus(s.corpus),

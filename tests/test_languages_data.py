@@ -23,7 +23,7 @@ def whitespace_tokens(path, first=None):
 
 def test_coptic_reference_corpus_keeps_its_own_split_and_the_reference_cut(tmp_path, data_root):
     corpus = load(tmp_path, language="coptic", corpus=DataPath("coptic/corpus"), split_punctuation=False,
-                  max_sentence_tokens=200, max_train_sentences=50, max_dev_sentences=20)
+                  max_sentence_tokens=200, join_lacunae=True, max_train_sentences=50, max_dev_sentences=20)
     stats = corpus["stats"]
     assert stats["split"] == "given" and stats["documents"] == 2
     train, dev = data_root / "coptic/corpus/train.txt", data_root / "coptic/corpus/dev.txt"
@@ -31,10 +31,17 @@ def test_coptic_reference_corpus_keeps_its_own_split_and_the_reference_cut(tmp_p
     assert whitespace_tokens(train) == 983_264
     # The reference reader's 200-token cut (32 sentences are longer). The paper's 970,642 counts the
     # CoNLL-U words this file was joined from: 7 of them are a lacuna "[ ]" (one word with a space),
-    # which the joined text splits in two: 970,649 = 970,642 + 7 (data README; lgessler/microbert
-    # 8639c3f0 data/coptic/converted/train read with `conllu` gives 983,257 and 970,642).
-    assert stats["train_whitespace_tokens"] == whitespace_tokens(train, first=200) == 970_642 + 7
-    assert train.read_text(encoding="utf-8").count("[ ]") == 8  # 7 one-word lacunae, and one "[" "]" pair
+    # which the joined text splits in two (data README; lgessler/microbert 8639c3f0
+    # data/coptic/converted/train read with `conllu` gives 983,257 and 970,642). The reference
+    # reader's join_lacunae rejoins the 7 adjacent "[" "]" pairs.
+    assert whitespace_tokens(train, first=200) == 970_642 + 7
+    assert stats["train_whitespace_tokens"] == 970_642
+    text = train.read_text(encoding="utf-8")
+    pairs = sum(a == "[" and b == "]" for line in text.splitlines() for a, b in zip(line.split(), line.split()[1:]))
+    assert text.count("[ ]") == 8 and pairs == 7  # the 8th: "ⲙ[ ]", which stays two tokens
+    unjoined = load(tmp_path / "plain", language="coptic", corpus=DataPath("coptic/corpus"), split_punctuation=False,
+                    max_train_sentences=1, max_dev_sentences=1)
+    assert unjoined["stats"]["train_whitespace_tokens"] == 983_264
     assert stats["dev_whitespace_tokens"] == whitespace_tokens(dev) == 21_389
     # No retokenization (SPEC §A.2): the first kept sentence is the file's first line, as it is.
     assert corpus["train"][0] == train.read_text(encoding="utf-8").splitlines()[0].split()
