@@ -226,10 +226,12 @@ PAPER_COMPARISON = ("The paper's Table 2 figures are probably dev scores: the re
 
 
 def paper_comparison_note() -> str:
-    """What the paper's Table 2 column compares with: configs/paper_tables.json's `compares_with`
-    where recorded, else the reading of SPEC §H."""
+    """What the paper's Table 2 column compares with: configs/paper_tables.json's
+    `compares_with_note` where recorded (its `compares_with` is the split alone), else the reading
+    of SPEC §H."""
     table2 = json.loads(PAPER_TABLES_JSON.read_text()).get("table2", {})
-    return table2.get("compares_with") or PAPER_COMPARISON
+    note = table2.get("compares_with_note")
+    return (note[0].upper() + note[1:] + ".") if note else PAPER_COMPARISON
 
 
 def finetune_section(workspace: Workspace) -> str:
@@ -363,15 +365,15 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     return "".join(text)
 
 
-# Sections whose table rows are results of record, and how many leading columns name a row: a
-# committed row whose name this cache's table lacks is kept (marked †) when the record is rewritten.
+# Sections whose table rows are results of record, and the columns that name a row: a committed
+# row whose name this cache's table lacks is kept (marked †) when the record is rewritten.
 RECORD_ROW_KEYS = {
-    "Unlabeled corpora (paper Table 1)": 2,  # language, scale
-    "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)": 2,  # language, backend
-    "Corpus parse throughput": 1,
-    "Pretraining": 5,  # language, condition, steps, batch, train rows
-    "Fine-tuning runs (one per task, encoder and seed)": 5,  # scale, table, row, column, seed
-    "Seed noise": 4,  # table, row, column, scale
+    "Unlabeled corpora (paper Table 1)": ("language", "documents", "train tokens (whitespace)", "train sentences used"),
+    "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)": ("language", "backend"),
+    "Corpus parse throughput": ("parser", "train sentences parsed"),
+    "Pretraining": ("language", "condition", "steps", "batch", "train rows"),
+    "Fine-tuning runs (one per task, encoder and seed)": ("scale", "table", "row", "column", "seed"),
+    "Seed noise": ("table", "row", "column", "scale"),
 }
 KEPT = "†"
 KEPT_NOTE = f"{KEPT} not in the cache that wrote this report: the committed record's row, kept."
@@ -403,9 +405,9 @@ def _unkept(cell: str) -> str:
     return cell.replace(KEPT, "").strip()
 
 
-def keep_recorded_rows(body: str, recorded: str, key_columns: int) -> str:
+def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str]) -> str:
     """``body`` (a section as this cache writes it) plus every row of ``recorded`` (the committed
-    section) whose first ``key_columns`` cells name no row of body's table, marked †; columns are
+    section) whose ``key_columns`` cells name no row of body's table, marked †; columns are
     matched by header, a column the record lacks reads —. The pretraining section's per-run
     bullet lines are kept the same way, by their label."""
     old_lines = recorded.splitlines()
@@ -423,10 +425,11 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: int) -> str:
         lines[at:at + 1] = old_lines[old_table[0]:old_table[0] + 2]
         table = (at, at + 2)
     header = _cells(lines[table[0]])
-    names = {tuple(_unkept(c) for c in _cells(line)[:key_columns]) for line in lines[table[0] + 2:table[1]]}
+    name_of = lambda row: tuple(_unkept(row.get(column, "")) for column in key_columns)  # noqa: E731
+    names = {name_of(dict(zip(header, _cells(line)))) for line in lines[table[0] + 2:table[1]]}
     kept = []
     for row in old_rows:
-        name = tuple(_unkept(row.get(column, "")) for column in header[:key_columns])
+        name = name_of(row)
         if name in names:
             continue
         cells = [row.get(column, "—") for column in header]

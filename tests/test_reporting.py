@@ -70,6 +70,7 @@ def test_update_docs_writes_the_record_and_keeps_what_the_cache_lacks(one_cached
     assert (docs_tables / "cpu" / "table2_delta.png").exists()  # the committed plot is not deleted
     results = docs_results.read_text()
     assert "74.50 ± 0.71" in results and f"{recorded_m.mean:.2f} †" in results
+    assert "most likely dev scores" in results and "Table 2: dev\n" not in results  # the note, not the bare split
 
 
 def test_scale_labels_follow_the_folders():
@@ -166,7 +167,8 @@ def test_update_docs_keeps_the_report_rows_the_cache_lacks():
     assert report.KEPT_NOTE in runs
     assert sections["Pretraining step benchmark"] == report.report_sections(fresh)["Pretraining step benchmark"]  # not a record section
     assert report.keep_record(merged, merged) == merged
-    # A new column the record lacks reads —.
+    # A new column the record lacks reads —; rows are named by their key columns, wherever they are.
+    assert report.RECORD_ROW_KEYS["Pretraining"] == ("language", "condition", "steps", "batch", "train rows")
     wider = fresh.replace("| loss |", "| loss | official |").replace("|---|---|---|---|---|---|", "|---|---|---|---|---|---|---|", 1) \
         .replace("5.80 |", "5.80 | 70.1 |")
     assert "| wolof † | M | 3000 | 64 | 11127 | 5.99 | — |" in report.keep_record(wider, recorded)
