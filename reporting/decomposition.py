@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from reporting.graphs import FileGraph, cached_result, display_path, load_graphs
 from reporting.significance import paired_difference
 from reporting.tables import REPO, Cell, collect_cells, merge_record, record_cells
+from steps.common.formats import DamagedCacheEntry
 from steps.evaluate.scoring import format_mean_sd
 
 FOLDER = REPO / "benchmarks" / "gpu" / "decomposition"
@@ -65,15 +66,19 @@ def _finetune_effort(graphs: Sequence[FileGraph], workspace_dir: Path) -> Dict[T
                     continue
                 try:
                     location = cached_result(workspace_dir, unique_id)
-                except Exception:  # a damaged entry: the cell itself reports it
+                except DamagedCacheEntry:  # the cell itself reports it
                     location = None
                 metrics = Path(location) / "metrics.json" if location is not None else None
                 if metrics is not None and metrics.exists():
                     m = json.loads(metrics.read_text())
                     found.setdefault((cell["table"], cell["row"], cell["scale"]), []).append((m.get("steps"), m.get("best_epoch")))
-    return {key: (statistics.fmean(s for s, _ in runs if s is not None) if any(s is not None for s, _ in runs) else None,
-                  statistics.fmean(b for _, b in runs if b is not None) if any(b is not None for _, b in runs) else None)
-            for key, runs in found.items()}
+    return {key: (_mean_of_known(s for s, _ in runs), _mean_of_known(b for _, b in runs)) for key, runs in found.items()}
+
+
+def _mean_of_known(values) -> Optional[float]:
+    """The mean of the values that are not None; None if there are none."""
+    known = [v for v in values if v is not None]
+    return statistics.fmean(known) if known else None
 
 
 def decomposition_cells(workspace_dir: Path, graphs: Optional[Sequence[FileGraph]] = None,

@@ -40,10 +40,13 @@ def completed_steps(workspace: Workspace, class_name: str) -> List[StepInfo]:
     return sorted(infos, key=lambda info: (info.end_time is None, info.end_time.timestamp() if info.end_time else 0.0))
 
 
+NOTHING = "_nothing cached yet_\n"  # an empty section's body; keep_record puts the record's table in its place
+
+
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     rows = [[("—" if cell is None else (f"{cell:.2f}" if isinstance(cell, float) else str(cell))) for cell in row] for row in rows]
     if not rows:
-        return "_nothing cached yet_\n"
+        return NOTHING
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
@@ -299,7 +302,7 @@ def tables_section(workspace_dir: Path, graphs: Sequence[FileGraph], keep_record
     cells, problems = collect_cells(files, workspace_dir, graphs)
     if keep_record:
         cells = merge_record(cells, record_cells(tables.DOCS_TABLES))
-    body = markdown_summary(cells) or "_nothing cached yet_\n"
+    body = markdown_summary(cells) or NOTHING
     note = (f"Built from {len(files)} experiment files (experiments/ and benchmarks/seeds/: a cell shows its cached "
             f"result with the most seeds) by `python -m reporting.tables` (full tables, LaTeX, CSV "
             f"and Δ-vs-µB-M plots in `docs/tables/`); ours first, the paper's value beside it. Under each table: "
@@ -377,7 +380,6 @@ RECORD_ROW_KEYS = {
 }
 KEPT = "†"
 KEPT_NOTE = f"{KEPT} not in the cache that wrote this report: the committed record's row, kept."
-NOTHING = "_nothing cached yet_\n"
 
 
 def report_sections(text: str) -> Dict[str, str]:

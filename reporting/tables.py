@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from reporting.graphs import FileGraph, cached_result, display_path, load_graphs
-from reporting.languages import short_title
+from reporting.languages import short_title, variant_of
 from reporting.significance import Difference, paired_difference
 from steps.common.formats import DamagedCacheEntry
 from steps.evaluate.scoring import format_mean_sd
@@ -219,7 +219,7 @@ def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict, reco
             delta = variant_delta = None
             if row != "M" and cell and cell.result and baseline and baseline.result:
                 delta = paired_difference(cell.result, baseline.result)
-            base = ours.get((row, _variant_base(column, languages))) if column in extra_columns else None
+            base = ours.get((row, variant_of(column)[0])) if column in extra_columns else None
             if cell and cell.result and base and base.result:
                 variant_delta = paired_difference(cell.result, base.result)
             entries.append(Entry(_cell_text(cell), cell.mean if cell else None, published,
@@ -227,11 +227,6 @@ def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict, reco
                                  delta, variant_delta))
         table_rows.append((row, entries))
     return columns, table_rows
-
-
-def _variant_base(column: str, languages: Sequence[str]) -> Optional[str]:
-    """The language whose corpus variant a column is ("coptic_leakfree" → "coptic"), or None."""
-    return next((language for language in languages if column.startswith(language + "_")), None)
 
 
 def _row_title(row: str) -> str:
@@ -284,7 +279,7 @@ def variant_markdown(columns, table_rows) -> str:
     """Each corpus variant's column − the same row on its language's own corpus, mean ± 95 %
     t-interval over seeds, paired by seed ("" if no such pair is cached)."""
     languages = [c for c in columns if c != "avg"]
-    variants = [(i, c, _variant_base(c, languages)) for i, c in enumerate(languages) if _variant_base(c, languages)]
+    variants = [(i, c, variant_of(c)[0]) for i, c in enumerate(languages) if variant_of(c)[0] in languages]
     lines = []
     for row, entries in table_rows:
         for index, column, base in variants:
@@ -299,7 +294,7 @@ def variant_markdown(columns, table_rows) -> str:
 def _table_note(column: str) -> str:
     """A language's data note (configs/languages.libsonnet `table_note`), also for its corpus
     variants' columns ("coptic_leakfree"); "" for none."""
-    from reporting.languages import languages, variant_of
+    from reporting.languages import languages
 
     facts = languages()
     if column in facts:
