@@ -12,6 +12,12 @@ also given per target token, next to µB-M's).  The machine's load average is re
 timings, since a shared box slows every row alike but not every run alike.
 
     python benchmarks/bench_pretrain_step.py --steps 10 --json /tmp/bench.json
+
+On a GPU (issue 14's speed levers: bf16 autocast, fused AdamW), every combination asked for runs
+as its own row, e.g. "µB-M [bf16, fused]"; each timed step waits for the device to finish:
+
+    python benchmarks/bench_pretrain_step.py --device cuda --batch-size 256 --length 64 \
+        --conditions M MXPT-SLA --precision fp32 bf16 --optimizer default fused --json OUT.json
 """
 
 from __future__ import annotations
@@ -126,29 +132,51 @@ def time_round_robin(steps_by_name: dict, warmup: int, steps: int) -> dict[str, 
     return timings
 
 
-def make_step(model, optimizer, inputs: dict, loss_of):
+def finished(device: torch.device) -> None:
+    """Wait for the device's queued work, so a timed step is the step and not its launches."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def make_step(model, optimizer, inputs: dict, loss_of, autocast=None, device=torch.device("cpu")):
+    from contextlib import nullcontext
+
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_of(model(**inputs))
+        with autocast or nullcontext():
+            loss = loss_of(model(**inputs))
         loss.backward()
         optimizer.step()
+        finished(device)
 
     return step
 
 
-def make_soft_label_step(model, optimizer, batch: dict, trigram, candidates):
+def make_soft_label_step(model, optimizer, batch: dict, trigram, candidates, autocast=None, device=torch.device("cpu")):
+    from contextlib import nullcontext
+
     from steps.pretrain.collate import trigram_soft_labels
 
     def step():
-        soft = trigram_soft_labels(trigram, batch["input_ids"], batch["attention_mask"], batch["labels"], candidates)
+        cpu = {key: batch[key].cpu() for key in ("input_ids", "attention_mask", "labels")}
+        soft = {key: value.to(device) for key, value in trigram_soft_labels(trigram, *cpu.values(), candidates).items()}
         optimizer.zero_grad(set_to_none=True)
-        model(**batch, **soft).loss.backward()
+        with autocast or nullcontext():
+            loss = model(**batch, **soft).loss
+        loss.backward()
         optimizer.step()
+        finished(device)
 
     return step
 
 
-def main() -> None:
+def lever_variants(precisions, optimizers):
+    """(row-name suffix, precision, fused) for every combination; the plain one keeps the bare name."""
+    return [("" if (precision, optimizer) == ("fp32", "default") else f" [{precision}, {optimizer}]", precision, optimizer == "fused")
+            for precision in precisions for optimizer in optimizers]
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--length", type=int, default=128)
@@ -160,37 +188,46 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    args = parser.parse_args()
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"], help="µB rows in each")
+    parser.add_argument("--optimizer", nargs="+", default=["default"], choices=["default", "fused"], help="AdamW kernel(s)")
+    args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    from steps.pretrain.pretrain import autocast_for
 
-    batch = synthetic_batch(args.batch_size, args.length, args.vocab_size, args.num_xpos, args.seed)
+    cpu_batch = synthetic_batch(args.batch_size, args.length, args.vocab_size, args.num_xpos, args.seed)
+    batch = {key: value.to(device) for key, value in cpu_batch.items()}
     size = dict(hidden_size=128, num_hidden_layers=3, num_attention_heads=8, intermediate_size=512, vocab_size=args.vocab_size)
     adamw = dict(lr=1e-4, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01)
 
     steps_by_name = {}
-    reference = BertForMaskedLM(BertConfig(**size)).train()
+    reference = BertForMaskedLM(BertConfig(**size)).train().to(device)
     reference_inputs = {key: batch[key] for key in ("input_ids", "attention_mask", "token_type_ids", "labels")}
     reference_optimizer = torch.optim.AdamW(reference.parameters(), **adamw)
-    steps_by_name["HF BertForMaskedLM"] = make_step(reference, reference_optimizer, reference_inputs, lambda out: out.loss)
+    steps_by_name["HF BertForMaskedLM"] = make_step(reference, reference_optimizer, reference_inputs, lambda out: out.loss, device=device)
     # Encoder-only pair (no MLM head): isolates attention/layer overhead from the head's vocabulary matmul.
     encoder_inputs = {key: batch[key] for key in ("input_ids", "attention_mask", "token_type_ids")}
     hf_encoder = BertModel(BertConfig(**size), add_pooling_layer=False).train()
     our_encoder = MicroBertModel(MicroBertConfig(**size)).train()
     for name, encoder in (("HF BertModel (encoder)", hf_encoder), ("µB encoder", our_encoder)):
+        encoder.to(device)
         optimizer = torch.optim.AdamW(encoder.parameters(), **adamw)
-        steps_by_name[name] = make_step(encoder, optimizer, encoder_inputs, lambda out: out.last_hidden_state.square().mean())
+        steps_by_name[name] = make_step(encoder, optimizer, encoder_inputs, lambda out: out.last_hidden_state.square().mean(), device=device)
     trigram = synthetic_trigram_model(args.vocab_size, 4000, args.seed) if "H" in args.conditions else None
     candidates = torch.ones(args.vocab_size, dtype=torch.bool)
     candidates[:5] = False
     for condition in args.conditions:
-        model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=args.num_xpos, **size).train()
-        optimizer = torch.optim.AdamW(model.parameters(), **adamw)
-        if condition == "H":  # the soft labels are the collator's work, every batch: timed with the step
-            steps_by_name[f"µB-{condition}"] = make_soft_label_step(model, optimizer, batch, trigram, candidates)
-        else:
-            steps_by_name[f"µB-{condition}"] = make_step(model, optimizer, batch, lambda out: out.loss)
+        for suffix, precision, fused in lever_variants(args.precision, args.optimizer):
+            model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=args.num_xpos, **size).train().to(device)
+            optimizer = torch.optim.AdamW(model.parameters(), **adamw, **({"fused": True} if fused else {}))
+            autocast = autocast_for(device, precision)
+            if condition == "H":  # the soft labels are the collator's work, every batch: timed with the step
+                steps_by_name[f"µB-{condition}{suffix}"] = make_soft_label_step(model, optimizer, batch, trigram, candidates, autocast, device)
+            else:
+                steps_by_name[f"µB-{condition}{suffix}"] = make_step(model, optimizer, batch, lambda out: out.loss, autocast, device)
     results = time_round_robin(steps_by_name, args.warmup, args.steps)
 
     medians = {name: statistics.median(times) for name, times in results.items()}
@@ -201,10 +238,10 @@ def main() -> None:
     hf = medians["HF BertForMaskedLM"]
     print(f"batch {args.batch_size}×{args.length}, vocab {args.vocab_size}, threads {torch.get_num_threads()}, "
           f"median of {args.steps} steps after {args.warmup} warm-up")
-    print(f"{'model':<22}{'ms/step':>10}{'seq/s':>10}{'vs µB-M':>10}{'vs HF':>8}")
+    print(f"{'model':<30}{'ms/step':>10}{'seq/s':>10}{'vs µB-M':>10}{'vs HF':>8}")
     for name, median in medians.items():
         versus_m = f"{median / baseline_m:.2f}×" if baseline_m else "-"
-        print(f"{name:<22}{median * 1e3:>10.1f}{args.batch_size / median:>10.1f}{versus_m:>10}{median / hf:>7.2f}×")
+        print(f"{name:<30}{median * 1e3:>10.1f}{args.batch_size / median:>10.1f}{versus_m:>10}{median / hf:>7.2f}×")
     print(f"per masked target token ({targets} in the batch): "
           + ", ".join(f"{name} {seconds * 1e6:.0f} µs" for name, seconds in per_target.items()))
     print(f"load average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
@@ -212,6 +249,8 @@ def main() -> None:
         args.json.write_text(json.dumps({
             "batch_size": args.batch_size, "length": args.length, "vocab_size": args.vocab_size,
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            "precision": args.precision, "optimizer": args.optimizer,
             "steps": args.steps, "warmup": args.warmup,
             "median_seconds": medians, "all_seconds": results,
             "target_tokens": targets, "median_seconds_per_target_token": per_target,

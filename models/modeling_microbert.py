@@ -160,14 +160,15 @@ class MicroBertSelfAttention(BertSelfAttention):
             dropped_global, dropped_local = global_probabilities, local_probabilities
         global_context = torch.matmul(dropped_global, value)
         local_context = torch.matmul(dropped_local, value)
-        context = torch.lerp(global_context, local_context, gate) * keep_scale
+        # Under bf16 autocast the gate and the contexts may differ in dtype; `.to` is a no-op in fp32.
+        context = torch.lerp(global_context, local_context, gate.to(global_context.dtype)) * keep_scale
 
         averaged = None
         if return_probabilities is not None:
             pre = return_probabilities == "pre_dropout"
             mean_global = (global_probabilities if pre else dropped_global).mean(1)
             mean_local = (local_probabilities if pre else dropped_local).mean(1)
-            averaged = torch.lerp(mean_global, mean_local, gate[:, 0]) * (1.0 if pre else keep_scale)
+            averaged = torch.lerp(mean_global, mean_local, gate[:, 0].to(mean_global.dtype)) * (1.0 if pre else keep_scale)
         return context, averaged
 
     def _relative_position_scores(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:

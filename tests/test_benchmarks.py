@@ -60,3 +60,22 @@ def test_language_campaign_files_are_committed_as_generated():
                 assert text == campaign.cell_text(language, name), f"{path.name}: rerun benchmarks/languages_campaign.py --dry-run"
             assert "seeds=[42, 43, 44" in text and f'("{language}"' in text
     assert 'corpus="leakfree"' in campaign.cell_file("coptic", "m_leakfree", write=False).read_text()
+
+
+def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_path, capsys):
+    """The GPU lever rows (bf16 autocast × fused AdamW) run through the same code on CPU, for every
+    condition family: a dtype clash under autocast fails here, not in a GPU allocation."""
+    import json
+
+    from benchmarks.bench_pretrain_step import main
+
+    conditions = ["M", "MXPT-SLA", "MS-G", "M-A13", "H", "C5"]
+    out = tmp_path / "bench.json"
+    main(["--steps", "1", "--warmup", "0", "--batch-size", "4", "--length", "24", "--vocab-size", "300", "--threads", "1",
+          "--conditions", *conditions, "--precision", "fp32", "bf16", "--optimizer", "default", "fused", "--json", str(out)])
+    record = json.loads(out.read_text())
+    for condition in conditions:
+        for suffix in ("", " [fp32, fused]", " [bf16, default]", " [bf16, fused]"):
+            assert record["median_seconds"][f"µB-{condition}{suffix}"] > 0, condition + suffix
+    assert record["device"] == "cpu" and record["precision"] == ["fp32", "bf16"]
+    assert "µB-MXPT-SLA [bf16, fused]" in capsys.readouterr().out

@@ -3,6 +3,7 @@ instances, encoder export, metrics, and resuming after a crash (SPEC §G)."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -33,13 +34,13 @@ def pretraining_data(wolof_dev_sentences, small_wolof_tokenizer):
     return {"train": train, "dev": dev, "xpos_labels": labels, "stats": {}}
 
 
-def make_step(pretraining_data, tokenizer_dir, condition="M", loader_workers=0, **training):
+def make_step(pretraining_data, tokenizer_dir, condition="M", loader_workers=0, step_args=None, **training):
     settings = dict(max_steps=6, batch_size=8, warmup=0.5, validate_every=3, checkpoint_every=2, seed=5,
                     max_validation_rows=16)
     settings.update(training)
     return PretrainMicrobert(
         pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition=condition, model=TINY_MODEL,
-        training=PretrainingConfig(**settings), num_threads=1, loader_workers=loader_workers,
+        training=PretrainingConfig(**settings), num_threads=1, loader_workers=loader_workers, **(step_args or {}),
     )
 
 
@@ -121,6 +122,91 @@ def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run
     trained = [k for k in ours if not k.startswith("pooler.")]
     assert len(trained) > 30 and ours.keys() == theirs.keys()
     assert all(torch.equal(ours[k], theirs[k]) for k in trained)
+
+
+def encoder_weights(result):
+    from safetensors.torch import load_file
+
+    return load_file(str(result / "encoder" / "model.safetensors"))
+
+
+def test_reading_losses_back_every_few_steps_changes_nothing(pretraining_data, tokenizer_dir, tmp_path):
+    """sync_every (GPU: no host wait per step) is bookkeeping only: the same cache key, history
+    (train losses included) and weights as reading every step, and the steps land in W&B in order."""
+    every_step = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", max_steps=7, validate_every=5, checkpoint_every=3)
+    batched = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", max_steps=7, validate_every=5, checkpoint_every=3,
+                        step_args={"sync_every": 4, "stall_seconds": None})
+    assert batched.unique_id == every_step.unique_id
+    expected = every_step.result(LocalWorkspace(tmp_path / "every"))
+    result = batched.result(LocalWorkspace(tmp_path / "batched"))
+    assert without_timings(read_metrics(result)["history"]) == without_timings(read_metrics(expected)["history"])
+    assert read_metrics(result)["final"]["train_tokens"] == read_metrics(expected)["final"]["train_tokens"]
+    ours, theirs = encoder_weights(result), encoder_weights(expected)
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
+def test_a_non_finite_loss_stops_the_run_at_its_step_before_any_checkpoint(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
+    from models import MicroBertForPretraining
+
+    forward, calls = MicroBertForPretraining.forward, []
+
+    def poisoned(self, *args, **kwargs):
+        output = forward(self, *args, **kwargs)
+        if self.training:
+            calls.append(1)
+            if len(calls) == 2:  # step 2's loss
+                output.loss = output.loss * float("nan")
+        return output
+
+    monkeypatch.setattr(MicroBertForPretraining, "forward", poisoned)
+    workspace = LocalWorkspace(tmp_path / "workspace")
+    step = make_step(pretraining_data, tokenizer_dir, "M", checkpoint_every=5, step_args={"sync_every": 4})
+    with pytest.raises(Exception, match="training loss is nan at step 2"):
+        step.result(workspace)
+    # Read back at step 4 (sync_every), before the step-5 checkpoint: nothing of the NaN run was kept.
+    assert not (workspace.work_dir(step) / "checkpoint.pt").exists()
+
+
+def test_gpu_levers_run_on_cpu_and_key_only_when_set(pretraining_data, tokenizer_dir, tmp_path):
+    """bf16 autocast and fused AdamW: the code path a GPU runs, here on CPU; fp32 and the unfused
+    optimizer keep every existing cache key."""
+    plain = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", max_steps=3, validate_every=3)
+    explicit = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", max_steps=3, validate_every=3,
+                         step_args={"precision": "fp32", "fused_optimizer": False})
+    levers = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", max_steps=3, validate_every=3,
+                       step_args={"precision": "bf16", "fused_optimizer": True})
+    assert explicit.unique_id == plain.unique_id != levers.unique_id
+    expected = read_metrics(plain.result(LocalWorkspace(tmp_path / "plain")))
+    metrics = read_metrics(levers.result(LocalWorkspace(tmp_path / "levers")))
+    assert metrics["precision"] == "bf16" and metrics["fused_optimizer"] is True
+    final, reference = metrics["final"], expected["final"]
+    for name in ("dev_mlm_loss", "dev_xpos_loss", "dev_phrase_loss", "dev_tree_loss", "train_loss"):
+        assert math.isfinite(final[name]) and final[name] != reference[name], name
+        # bf16 rounds; three steps of a tiny model stay close to the fp32 run.
+        assert final[name] == pytest.approx(reference[name], rel=0.05), name
+    with pytest.raises(Exception, match="precision must be one of"):
+        make_step(pretraining_data, tokenizer_dir, step_args={"precision": "fp16"}).result(LocalWorkspace(tmp_path / "bad"))
+
+
+def test_a_step_that_hangs_dumps_every_threads_traceback():
+    """The stall watchdog: no step for `stall_seconds` → faulthandler names the line it waits on."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import time
+        from steps.pretrain.pretrain import TrainingWatch
+        watch = TrainingWatch(stall_seconds=0.5)
+        watch.start(0)
+        time.sleep(1.3)  # the hung step
+        watch.stop()
+        time.sleep(0.8)  # stopped: no further dump
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("Timeout (0:00:00.500000)!") == 2
+    assert 'line 6 in <module>' in run.stderr and "line 8" not in run.stderr
 
 
 def test_mlm_only_data_pretrains_condition_m_and_refuses_the_others(wolof_dev_sentences, tokenizer_dir, tmp_path):

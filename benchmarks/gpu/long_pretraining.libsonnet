@@ -19,6 +19,7 @@ function(condition, seeds=[42, 43, 44, 45, 46])
         if name == "pretrained_model" then step + {
           training+: { max_steps: 20000, batch_size: 256, validate_every: 2000, checkpoint_every: 2000, max_validation_rows: null },
           loader_workers: 6,
+          sync_every: 50,  // read losses back every 50 steps, not after each (not in the cache key)
         } else if std.member(["finetune_ud_parser", "finetune_ner"], step.type) then step + { num_threads: 1 }
         else if step.type == "score_cell" then step + { row: condition + "-long" }
         else step,

@@ -35,6 +35,7 @@ local overlay(cell, regime, loader_workers) = {
         // 256-row batches without accumulation: the paper's rows per step in one launch each.
         training+: lib.scales.paper.pretrain.training + { lr: 3e-3, batch_size: 256, grad_accumulation: 1, checkpoint_every: 5000 },
         loader_workers: loader_workers,
+        sync_every: 50,  // read losses back every 50 steps, not after each (not in the cache key)
       }
       else if step.type == "score_cell" then step + { scale: "gpu-" + regime }
       else finetuning(step, regime),

@@ -14,13 +14,15 @@ the run that was never interrupted: batch order, MLM masks and P/T samples are d
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import math
 import os
+import sys
 import shutil
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -178,6 +180,65 @@ def micro_batch_loader(dataset: MicroBatches, workers: int, pin_memory: bool) ->
     )
 
 
+PRECISIONS = {"fp32", "bf16"}
+
+
+def autocast_for(device: torch.device, precision: str):
+    """bf16 autocast on ``device`` (matmuls in bf16, losses and softmax in fp32), or nothing."""
+    return torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+
+
+class TrainingWatch:
+    """What a long run tells its watcher: a log line with its pace at most once a minute (so a log
+    filtered of progress bars still shows whether a run slows down or hangs), and, when no step has
+    finished for ``stall_seconds``, every thread's Python traceback on stderr (`faulthandler`), which
+    names the line a hung run waits on. ``sync_every``: steps between reads of the losses back
+    from the device (1 = every step)."""
+
+    LOG_EVERY_SECONDS = 60.0
+
+    def __init__(self, sync_every: int = 1, stall_seconds: Optional[float] = 600.0):
+        if sync_every < 1:
+            raise ValueError(f"sync_every must be ≥ 1, not {sync_every}")
+        if stall_seconds is not None and stall_seconds <= 0:
+            raise ValueError(f"stall_seconds must be positive or None, not {stall_seconds}")
+        self.sync_every, self.stall_seconds = sync_every, stall_seconds
+        self._last_log, self._last_step, self._armed = 0.0, 0, False
+
+    def start(self, step: int) -> None:
+        self._last_log, self._last_step = time.perf_counter(), step
+        self._arm()
+
+    def beat(self, step: int, max_steps: int, window: Dict[str, Any], logger: logging.Logger) -> None:
+        self._arm()
+        now = time.perf_counter()
+        if now - self._last_log >= self.LOG_EVERY_SECONDS:
+            rate = (step - self._last_step) / (now - self._last_log)
+            logger.info("step %d/%d: %.1f steps/s, %.0f tokens/s in this window", step, max_steps, rate,
+                        window["tokens"] / max(window["seconds"], 1e-9))
+            self._last_log, self._last_step = now, step
+
+    def stop(self) -> None:
+        if self._armed:
+            faulthandler.cancel_dump_traceback_later()
+            self._armed = False
+
+    def _arm(self) -> None:
+        if self.stall_seconds is not None:
+            faulthandler.dump_traceback_later(self.stall_seconds, repeat=True, file=_real_stderr())
+            self._armed = True
+
+
+def _real_stderr():
+    """stderr with a file descriptor (`faulthandler` writes to it from its own thread); under a
+    capturing runner (pytest) the process's original one."""
+    try:
+        sys.stderr.fileno()
+        return sys.stderr
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__
+
+
 def evenly_spaced(rows: List[Any], limit: Optional[int]) -> List[Any]:
     if limit is None or len(rows) <= limit:
         return list(rows)
@@ -223,18 +284,20 @@ class PretrainMicrobert(Step):
       figures, and the step with the best dev MLM loss (recorded, not exported).
 
     ``wandb`` (W&B tracking, on and offline by default, `steps.common.tracking`), ``num_threads``,
-    ``device`` and ``loader_workers`` (processes that collate batches ahead of the loop,
-    `micro_batch_loader`; worth it on a GPU) change how the run is watched and where it runs, not
-    its result, so they are left out of the cache key.
+    ``device``, ``loader_workers`` (processes that collate batches ahead of the loop,
+    `micro_batch_loader`; worth it on a GPU), ``sync_every`` and ``stall_seconds`` (`TrainingWatch`)
+    change how the run is watched and where it runs, not its result, so they are left out of the
+    cache key. ``precision="bf16"`` (autocast) and ``fused_optimizer`` (one fused AdamW kernel) are
+    GPU speed levers that change the result by rounding; they enter the key only when set.
     """
 
     DETERMINISTIC = True
     CACHEABLE = True
     VERSION = "002"  # 002: length-bucketed batches by default (PretrainingConfig.bucket_by_length)
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers"}
-    # Only condition H reads a trigram model (build_trigram_model); the others keep their IDs.
-    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None}
+    SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers", "sync_every", "stall_seconds"}
+    # Only condition H reads a trigram model (build_trigram_model); the levers key only when set.
+    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None, "precision": "fp32", "fused_optimizer": False}
 
     def run(  # type: ignore[override]
         self,
@@ -248,12 +311,20 @@ class PretrainMicrobert(Step):
         device: Optional[str] = None,
         loader_workers: int = 0,
         trigram_model: Optional[Any] = None,
+        precision: str = "fp32",
+        fused_optimizer: bool = False,
+        sync_every: int = 1,
+        stall_seconds: Optional[float] = 600.0,
     ) -> Path:
         if loader_workers < 0:
             raise ValueError(f"loader_workers must be ≥ 0, not {loader_workers}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, not {precision!r}")
+        watch = TrainingWatch(sync_every, stall_seconds)
         with torch_threads(num_threads):
             return self._pretrain(
-                pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, trigram_model
+                pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, trigram_model,
+                precision, fused_optimizer, watch,
             )
 
     # ------------------------------------------------------------------------------------------
@@ -277,7 +348,7 @@ class PretrainMicrobert(Step):
         return MicroBertForPretraining.from_condition(condition, **fields)
 
     def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0,
-                  trigram_model=None):
+                  trigram_model=None, precision="fp32", fused_optimizer=False, watch=None):
         from models import parse_condition
         from models.objectives import objective_sizes
 
@@ -304,7 +375,8 @@ class PretrainMicrobert(Step):
         )
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
         optimizer = torch.optim.AdamW(
-            model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
+            model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay,
+            **({"fused": True} if fused_optimizer else {}),
         )
         from transformers import get_cosine_schedule_with_warmup
 
@@ -346,6 +418,8 @@ class PretrainMicrobert(Step):
             "xpos_labels": len(xpos_labels),
             "device": str(device),
             "threads": torch.get_num_threads(),
+            "precision": precision,
+            "fused_optimizer": fused_optimizer,
         }
         self.logger.info(
             "pretraining %s: %d parameters, %d train rows, %d steps of %d×%d rows, warmup %d",
@@ -360,81 +434,116 @@ class PretrainMicrobert(Step):
         ))
         with tracked_run(self, use_wandb, "pretrain", run_info, seed=config.seed) as tracker:
             return self._train(model, optimizer, scheduler, micro_batches, collator, dev_rows, config, device, state,
-                               checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker)
+                               checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker,
+                               autocast_for(device, precision), watch or TrainingWatch())
 
     def _train(self, model, optimizer, scheduler, micro_batches, collator, dev_rows, config: PretrainingConfig, device,
-               state, checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker) -> Path:
+               state, checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker, autocast, watch) -> Path:
         model.train()
         session_start = time.perf_counter()
         wall_before = state["wall_seconds"]
         window = state["window"]
         progress = Tqdm.tqdm(total=config.max_steps, initial=state["step"], desc=f"pretraining {condition}")
-        while state["step"] < config.max_steps:
-            step_start = time.perf_counter()
-            components: Dict[str, float] = {}
-            for part in range(config.grad_accumulation):
-                micro = state["step"] * config.grad_accumulation + part
-                batch = _to_device(next(micro_batches), device)
-                model.set_sampling_seed(derived_seed(config.seed, "trees", micro))
-                output = model(**batch)
-                (output.loss / config.grad_accumulation).backward()
-                named = {"loss": output.loss} | {f"{name}_loss": value for name, value in output.losses.items()}
-                for name, value in named.items():
-                    components[name] = components.get(name, 0.0) + float(value.detach()) / config.grad_accumulation
-                tokens = int(batch["attention_mask"].sum())
-                window["tokens"] += tokens
-                state["train_tokens"] += tokens
-            if not math.isfinite(components["loss"]):
-                raise FloatingPointError(f"training loss is {components['loss']} at step {state['step'] + 1}; try a lower lr (SPEC §G: 1e-3)")
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            state["step"] += 1
-            seconds = time.perf_counter() - step_start
-            window["seconds"] += seconds
-            state["train_seconds"] += seconds
-            window["loss"] += components["loss"]
-            window["steps"] += 1
-            progress.update(1)
-            progress.set_postfix(loss=f"{components['loss']:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
-            tracker.log({f"train/{k}": v for k, v in components.items()} | {"train/lr": scheduler.get_last_lr()[0]}, step=state["step"])
-
-            step = state["step"]
-            if step % config.validate_every == 0 or step == config.max_steps:
-                record = self._validate(model, collator, dev_rows, config, device)
-                record.update(
-                    step=step,
-                    lr=scheduler.get_last_lr()[0],
-                    train_loss=window["loss"] / max(window["steps"], 1),
-                    tokens_per_second=window["tokens"] / max(window["seconds"], 1e-9),
-                    train_tokens=state["train_tokens"],
-                    wall_seconds=wall_before + time.perf_counter() - session_start,
-                )
-                state["history"].append(record)
-                window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
-                self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
-                tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
-            if step % config.checkpoint_every == 0 or step == config.max_steps:
-                state["wall_seconds"] = wall_before + time.perf_counter() - session_start
-                save_atomically(
-                    {
-                        "model": model.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(),
-                        "rng": torch.get_rng_state(),
-                        "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                        "state": state,
-                    },
-                    checkpoint_path,
-                )
-            if crash_after is not None and step == crash_after:
-                progress.close()
-                raise SimulatedCrash(f"{CRASH_AFTER_STEP_ENV}={crash_after}: stopping after step {step}")
+        # Steps whose losses are still on the device: read back together every `watch.sync_every`
+        # steps, so a GPU is not made to wait for the host after each step. The bookkeeping of each
+        # step is the same arithmetic in the same order whenever it happens (`_record_steps`).
+        pending: List[Dict[str, Any]] = []
+        watch.start(state["step"])
+        try:
+            while state["step"] < config.max_steps:
+                step_start = time.perf_counter()
+                losses, tokens = [], 0
+                for part in range(config.grad_accumulation):
+                    micro = state["step"] * config.grad_accumulation + part
+                    cpu_batch = next(micro_batches)
+                    tokens += int(cpu_batch["attention_mask"].sum())  # on the host copy: no device wait
+                    batch = _to_device(cpu_batch, device)
+                    model.set_sampling_seed(derived_seed(config.seed, "trees", micro))
+                    with autocast:
+                        output = model(**batch)
+                    (output.loss / config.grad_accumulation).backward()
+                    names = ["loss", *(f"{name}_loss" for name in output.losses)]
+                    losses.append((names, torch.stack([output.loss.detach().float(), *(v.detach().float() for v in output.losses.values())])))
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                state["step"] += 1
+                step = state["step"]
+                pending.append({"step": step, "losses": losses, "tokens": tokens, "lr": scheduler.get_last_lr()[0],
+                                "seconds": time.perf_counter() - step_start})
+                progress.update(1)
+                validating = step % config.validate_every == 0 or step == config.max_steps
+                checkpointing = step % config.checkpoint_every == 0 or step == config.max_steps
+                if validating or checkpointing or len(pending) >= watch.sync_every or step == crash_after:
+                    self._record_steps(pending, state, window, config, progress, tracker)
+                    pending = []
+                    watch.beat(step, config.max_steps, window, self.logger)
+                if validating:
+                    with autocast:
+                        record = self._validate(model, collator, dev_rows, config, device)
+                    record.update(
+                        step=step,
+                        lr=scheduler.get_last_lr()[0],
+                        train_loss=window["loss"] / max(window["steps"], 1),
+                        tokens_per_second=window["tokens"] / max(window["seconds"], 1e-9),
+                        train_tokens=state["train_tokens"],
+                        wall_seconds=wall_before + time.perf_counter() - session_start,
+                    )
+                    state["history"].append(record)
+                    window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
+                    self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
+                    tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
+                if checkpointing:
+                    state["wall_seconds"] = wall_before + time.perf_counter() - session_start
+                    save_atomically(
+                        {
+                            "model": model.state_dict(),
+                            "optimizer": optimizer.state_dict(),
+                            "scheduler": scheduler.state_dict(),
+                            "rng": torch.get_rng_state(),
+                            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                            "state": state,
+                        },
+                        checkpoint_path,
+                    )
+                if crash_after is not None and step == crash_after:
+                    progress.close()
+                    raise SimulatedCrash(f"{CRASH_AFTER_STEP_ENV}={crash_after}: stopping after step {step}")
+        finally:
+            watch.stop()
         progress.close()
         state["wall_seconds"] = wall_before + time.perf_counter() - session_start
         result = self._export(model, tokenizer_dir, run_info, state)
         tracker.summary(json.loads((result / "metrics.json").read_text())["final"])
         return result
+
+    @staticmethod
+    def _record_steps(pending, state, window, config: PretrainingConfig, progress, tracker) -> None:
+        """Read the pending steps' losses back (one device wait) and book them in step order: the
+        window and totals, the progress bar and W&B. A non-finite loss stops the run here, before
+        any checkpoint or validation could keep its weights."""
+        if not pending:
+            return
+        waited = time.perf_counter()
+        values = torch.cat([tensor for entry in pending for _, tensor in entry["losses"]]).cpu().tolist()
+        pending[-1]["seconds"] += time.perf_counter() - waited  # the device finishing the pending steps
+        at = 0
+        for entry in pending:
+            components: Dict[str, float] = {}
+            for names, _ in entry["losses"]:
+                for name in names:
+                    components[name] = components.get(name, 0.0) + values[at] / config.grad_accumulation
+                    at += 1
+            if not math.isfinite(components["loss"]):
+                raise FloatingPointError(f"training loss is {components['loss']} at step {entry['step']}; try a lower lr (SPEC §G: 1e-3)")
+            window["tokens"] += entry["tokens"]
+            state["train_tokens"] += entry["tokens"]
+            window["seconds"] += entry["seconds"]
+            state["train_seconds"] += entry["seconds"]
+            window["loss"] += components["loss"]
+            window["steps"] += 1
+            tracker.log({f"train/{k}": v for k, v in components.items()} | {"train/lr": entry["lr"]}, step=entry["step"])
+        progress.set_postfix(loss=f"{components['loss']:.3f}", lr=f"{pending[-1]['lr']:.2e}")
 
     @torch.no_grad()
     def _validate(self, model, collator, rows, config: PretrainingConfig, device) -> Dict[str, float]:
