@@ -295,8 +295,25 @@ local pronto_tables = {
         // The TG table's cells (python -m reporting.tables): mean ± sd of the seeds' perplexities.
         ["tg_" + kind + "_cell"]: { type: "aggregate_cell", scores: [ref("ppl_" + kind + "_s" + seed) for seed in seeds] }
         for kind in kinds
-      },
+      } + (if gold then $.tg_agreement_steps(language, scale, seeds, kinds) else {}),
     },
+
+  // The subject–verb agreement probe (steps/tg/agreement.py) on the EWT test split, beside the TG
+  // table: pairs made once, each LM's accuracy (grammatical scored higher), mean ± sd over seeds.
+  // Only new steps: the perplexity steps above keep their IDs.
+  tg_agreement_steps(language, scale, seeds, kinds):: {
+    agreement_pairs: { type: "build_agreement_pairs", treebank: ud(language, "test") },
+  } + {
+    ["agreement_" + kind + "_s" + seed]: {
+      type: "evaluate_tg_agreement", model: ref("lm_" + kind + "_s" + seed), actions: ref("tg_actions"),
+      pairs: ref("agreement_pairs"), table: "tg_agreement", row: kind, column: language, scale: scale,
+      max_length: scales[scale].tg.max_length,
+    } + scales[scale].tg.agreement
+    for kind in kinds for seed in seeds
+  } + {
+    ["tg_agreement_" + kind + "_cell"]: { type: "aggregate_cell", scores: [ref("agreement_" + kind + "_s" + seed) for seed in seeds] }
+    for kind in kinds
+  },
 
   data_experiment(language, scale, parser_backend="stanza"):: {
     steps: $.data_steps(language, scale, parser_backend),

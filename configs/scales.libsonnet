@@ -11,8 +11,11 @@
       char_hidden_dim: 16, word_emb_dim: 16, parser_optimizer: "adam",
     },
     max_length: 128,
-    // Transformer-Grammar LMs (lib.tg_experiment): seconds each.
-    tg: { max_length: 256, training: { max_steps: 20, batch_size: 8 }, evaluation: { max_sentences: 100 } },
+    // Transformer-Grammar LMs (lib.tg_experiment): seconds each. agreement: the EWT probe's pairs scored.
+    tg: {
+      max_length: 256, training: { max_steps: 20, batch_size: 8 }, evaluation: { max_sentences: 100 },
+      agreement: { max_pairs: 100 },
+    },
     // ~30 s on 2 cores.
     pretrain: {
       model: {},
@@ -48,7 +51,7 @@
     },
     max_length: 128,
     // Transformer-Grammar LMs, one budget for all three kinds (not yet timed at this scale).
-    tg: { max_length: 256, training: { max_steps: 2000, batch_size: 32 }, evaluation: {} },
+    tg: { max_length: 256, training: { max_steps: 2000, batch_size: 32 }, evaluation: {}, agreement: {} },
     // SPEC §G CPU reduction with its fallback lr 1e-3; ~8 min.
     pretrain: {
       model: {},

@@ -5,7 +5,8 @@
     pretrain/  pretrain_microbert, random_init_encoder
     finetune/  finetune_ud_parser, finetune_ner, finetune_pronto (and pronto_texts)
     evaluate/  score_cell, aggregate_cell, mlm_accuracy
-    tg/        load_treebank_trees, build_tg_actions, train_tg_lm, evaluate_tg_lm (Transformer Grammars)
+    tg/        load_treebank_trees, build_tg_actions, train_tg_lm, evaluate_tg_lm (Transformer Grammars),
+               build_agreement_pairs, evaluate_tg_agreement (the EWT subject–verb agreement probe)
     common/    what every stage uses: data root, formats, seeds and threads, batching
 """
 from steps.common import compat  # noqa: F401  (patches Tango before any step runs)
@@ -26,6 +27,7 @@ from steps.finetune.ner import FinetuneNer, NerConfig
 from steps.evaluate.scoring import AggregateCell, ScoreCell
 from steps.tg.actions import BuildTgActions, LoadTreebankTrees
 from steps.tg.language_model import EvaluateTgLanguageModel, TrainTgLanguageModel
+from steps.tg.agreement import BuildAgreementPairs, EvaluateTgAgreement
 from steps.parse.backends import ParserBudget
 from steps.common.cache_keys import HISTORIC_MODULES, keep_historic_modules
 

@@ -94,9 +94,12 @@ def check_tree(heads: Sequence[int], where: str, lines: Optional[Sequence[int]] 
             raise DataError(f"{at(first)}: dependency cycle through words {sorted(cycle)[:10]}")
 
 
-def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
+def read_conllu(path: Path, check_trees: bool = True, morphology: bool = False) -> List[Sentence]:
     """Read a UD CoNLL-U file: integer-id words only; multiword-token ranges and empty nodes are
-    skipped and counted in the log. Malformed input raises a DataError naming file and line."""
+    skipped and counted in the log. Malformed input raises a DataError naming file and line.
+
+    ``morphology``: each sentence also carries ``lemma`` ([str]), ``feats`` ([{feature: value}],
+    {} for "_") and ``sent_id`` (its ``# sent_id`` comment, or None)."""
     sentences: List[Sentence] = []
     skipped_ranges = skipped_empty = 0
     for start, block in _sentence_blocks(path):
@@ -118,6 +121,8 @@ def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
         if not token_lists:  # a block of comments only
             continue
         sentence: Sentence = {"tokens": [], "upos": [], "xpos": [], "head": [], "deprel": []}
+        if morphology:
+            sentence.update(lemma=[], feats=[], sent_id=token_lists[0].metadata.get("sent_id"))
         word_lines: List[int] = []
         for token, line_number in zip(token_lists[0], token_lines):
             token_id = token["id"]
@@ -140,6 +145,9 @@ def read_conllu(path: Path, check_trees: bool = True) -> List[Sentence]:
             sentence["xpos"].append(token["xpos"] or "_")
             sentence["head"].append(head if isinstance(head, int) else 0)
             sentence["deprel"].append(token["deprel"] or "_")
+            if morphology:
+                sentence["lemma"].append(token["lemma"] or "_")
+                sentence["feats"].append(dict(token["feats"] or {}))
             word_lines.append(line_number)
         if not sentence["tokens"]:
             continue

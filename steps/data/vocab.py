@@ -35,17 +35,8 @@ def train_wordpiece(sentences: Iterable[Sequence[str]], vocab_size: int):
     It is saved as ``PreTrainedTokenizerFast`` rather than ``BertTokenizer``: transformers 5's
     BertTokenizer rebuilds its own normalizer on load (no NFD), which would turn accented words
     into [UNK]; the generic fast tokenizer reloads tokenizer.json exactly."""
-    from transformers import PreTrainedTokenizerFast
-
-    def configured(model) -> Tokenizer:
-        tokenizer = Tokenizer(model)
-        tokenizer.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase()])
-        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-        tokenizer.decoder = decoders.WordPiece()
-        return tokenizer
-
     texts = [" ".join(tokens) for tokens in sentences]
-    trained = configured(models.WordPiece(unk_token="[UNK]"))
+    trained = _configured(models.WordPiece(unk_token="[UNK]"))
     continuing = sorted({
         CONTINUATION + char
         for text in texts
@@ -55,8 +46,25 @@ def train_wordpiece(sentences: Iterable[Sequence[str]], vocab_size: int):
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS + continuing,
                                         continuing_subword_prefix=CONTINUATION)
     trained.train_from_iterator(texts, trainer=trainer)
-    tokenizer = configured(models.WordPiece(vocab=trained.get_vocab(), unk_token="[UNK]",
-                                            continuing_subword_prefix=CONTINUATION))
+    return wordpiece_from_vocabulary(trained.get_vocab())
+
+
+def _configured(model) -> Tokenizer:
+    """A `tokenizers` WordPiece pipeline as `train_wordpiece` builds it: NFD + lowercase, whitespace."""
+    tokenizer = Tokenizer(model)
+    tokenizer.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase()])
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.decoder = decoders.WordPiece()
+    return tokenizer
+
+
+def wordpiece_from_vocabulary(vocab: Dict[str, int]):
+    """The fast tokenizer `train_wordpiece` returns, rebuilt from its vocabulary ({piece: id}): the
+    same pieces, normalizer, pre-tokenizer and special tokens, so it encodes words identically
+    (e.g. from the "vocabulary" a `build_tg_actions` result keeps instead of a tokenizer folder)."""
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = _configured(models.WordPiece(vocab=dict(vocab), unk_token="[UNK]", continuing_subword_prefix=CONTINUATION))
     tokenizer.add_special_tokens(SPECIAL_TOKENS)
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(

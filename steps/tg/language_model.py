@@ -18,7 +18,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -63,6 +63,15 @@ def load_lm(directory: Path) -> TransformerGrammarLM:
     model = TransformerGrammarLM(lm_config(**settings))
     model.load_state_dict(load_file(str(Path(directory) / WEIGHTS)))
     return model.eval()
+
+
+def load_cell_lm(model: Path, row: str, step: str) -> Tuple[TransformerGrammarLM, Dict[str, Any]]:
+    """A `train_tg_lm` model and its training metrics, for a table cell whose ``row`` must name the
+    model's kind (``step`` names the caller in the error)."""
+    lm = load_lm(model)
+    if row != lm.config.tg_kind:
+        raise ValueError(f"{step}: row {row!r} names another kind than the model's ({lm.config.tg_kind!r})")
+    return lm, json.loads((Path(model) / "metrics.json").read_text())
 
 
 def sentence_nll(model: TransformerGrammarLM, sequences: Sequence[Sequence[int]], batch_size: int = 64) -> List[float]:
@@ -171,13 +180,10 @@ class EvaluateTgLanguageModel(Step):
             column: the language); the reporting graph reads them from the config.
         :param max_sentences: score only the split's first N sentences (smoke scale); None = all."""
         rows = actions[split][:max_sentences]
-        lm = load_lm(model)
+        lm, training = load_cell_lm(model, row, "evaluate_tg_lm")
         kind, language = lm.config.tg_kind, column
-        if row != kind:
-            raise ValueError(f"evaluate_tg_lm: row {row!r} names another kind than the model's ({kind!r})")
         with torch_threads(num_threads):
             totals = sentence_nll(lm, model_sequences({**actions, split: rows}, split, kind))
-        training = json.loads((Path(model) / "metrics.json").read_text())
         words = sum(sentence["words"] for sentence in rows)
         nll = sum(totals)
         perplexity = math.exp(nll / words)
