@@ -228,7 +228,7 @@ def test_tiny_random_models_of_each_kind(tiny_models, ewt_actions, ewt_pairs):
     for kind, model in tiny_models.items():
         result = evaluate(model, ewt_actions, ewt_pairs, kind)
         assert result["pairs"] == stats["pairs"] and result["dropped"] == {}, kind
-        assert 0.0 <= result["accuracy"] <= 1.0 and result["test"] == result["accuracy"]
+        assert 0.0 <= result["accuracy"] <= 1.0 and result["test"] == 100.0 * result["accuracy"]
         assert result["correct"] + result["ties"] <= result["pairs"]
         assert result["subsets"]["intervening"]["pairs"] == stats["intervening"]
         assert result["subsets"]["attractor"]["pairs"] == stats["attractor"]

@@ -155,3 +155,21 @@ def test_pronto_fine_tuning_rate_follows_the_encoder_kind():
     assert {config["lr"] for config in pretrained.values()} == {1e-4}
     assert {config["lr"] for config in control.values()} == {3e-4}
     assert pretrained["sentence_mood"]["epochs"] == control["sentence_mood"]["epochs"] == 8
+
+
+def test_agreement_table_shows_its_cells_beside_the_tg_papers_finding(tmp_path):
+    """The TG agreement probe's cells (evaluate_tg_agreement → aggregate_cell) make their own table,
+    English only, with the TG paper's SG figures beside it; an uncached row stays "—"."""
+    from steps.evaluate.scoring import AggregateCell
+
+    def cell(row, accuracies):
+        scores = [dict(table="tg_agreement", row=row, column="english", scale="cpu", task="agreement", metric="accuracy",
+                       seed=42 + i, test=value, dev=None) for i, value in enumerate(accuracies)]
+        return tables.Cell("tg_agreement", "cpu", row, "english", result=AggregateCell().run(scores=scores))
+
+    cells = [cell("tg", [60.0, 62.0, 64.0]), cell("txl_trees", [58.0, 58.0, 61.0]), tables.Cell("tg_agreement", "cpu", "txl_terminals", "english")]
+    tables.write_tables(cells, tmp_path, scales=["cpu"])
+    markdown = (tmp_path / "cpu" / "tg_agreement.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in markdown.splitlines() if line.startswith("| ")}
+    assert "62.00 ± 2.00" in rows["TG"] and "59.00 ± 1.73" in rows["TXL (trees)"] and "—" in rows["TXL (terminals)"]
+    assert "Wolof" not in markdown and "TG 82.5 ± 1.6 > TXL (trees) 80.2 ± 1.6" in markdown

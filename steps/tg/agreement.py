@@ -311,7 +311,8 @@ def agreement_accuracy(pairs: Sequence[Dict[str, Any]], good_scores: Sequence[fl
 class EvaluateTgAgreement(Step):
     """Agreement accuracy of a `train_tg_lm` model on `build_agreement_pairs` (module doc), as one
     seed's score in the `score_cell` layout (table, row = the model's kind, column = ``language``,
-    "test" = the accuracy, a fraction), with the counts, the subsets and the dropped pairs."""
+    "test" = the accuracy in %, as the other accuracy tables), with the counts, the subsets (as
+    fractions) and the dropped pairs."""
 
     DETERMINISTIC = True
     CACHEABLE = True
@@ -336,7 +337,7 @@ class EvaluateTgAgreement(Step):
                          result["pairs"], result["subsets"]["intervening"]["accuracy"], result["subsets"]["attractor"]["accuracy"])
         return dict(
             result, table=table, row=kind, column=column, scale=scale, seed=training["seed"], task="agreement",
-            metric="accuracy", test=result["accuracy"], dev=None, source=pairs["source"], dropped=dropped,
+            metric="accuracy", test=100.0 * result["accuracy"], dev=None, source=pairs["source"], dropped=dropped,
             score="log p(x)" if kind == "txl_terminals" else "joint log p(x, y) with the gold tree",
             train_seconds=training["seconds"],
         )
