@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -73,6 +74,8 @@ def main() -> None:
         "median_seconds": median,
         "tg_over_txl_trees": median["tg"] / median["txl_trees"],
         "bar": 1.5,
+        "relative_form": models["tg"].relative_form,
+        "load_average": list(os.getloadavg()),  # a shared box slows both alike, not every run alike
         "machine": platform.platform(),
         "torch": torch.__version__,
     }

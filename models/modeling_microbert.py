@@ -107,6 +107,7 @@ class MicroBertSelfAttention(BertSelfAttention):
         query = self.query(hidden_states).view(head_shape).transpose(1, 2)
         key = self.key(hidden_states).view(head_shape).transpose(1, 2)
         value = self.value(hidden_states).view(head_shape).transpose(1, 2)
+        position_query = query  # TXL's position term reads the query before any offset (u)
         if modifier.query_offset is not None:
             query = query + modifier.query_offset
         if modifier.key_offset is not None:
@@ -119,6 +120,8 @@ class MicroBertSelfAttention(BertSelfAttention):
         scores = torch.matmul(query * self.scaling, key.transpose(-1, -2))
         if self.uses_relative_positions:
             scores = scores + self._relative_position_scores(query, key) * self.scaling
+        if modifier.relative_keys is not None:
+            scores = scores + self._relative_key_scores(position_query, modifier.relative_keys) * self.scaling
         if modifier.score_bias is not None:
             scores = scores + modifier.score_bias
 
@@ -170,6 +173,14 @@ class MicroBertSelfAttention(BertSelfAttention):
             mean_local = (local_probabilities if pre else dropped_local).mean(1)
             averaged = torch.lerp(mean_global, mean_local, gate[:, 0].to(mean_global.dtype)) * (1.0 if pre else keep_scale)
         return context, averaged
+
+    @staticmethod
+    def _relative_key_scores(query: torch.Tensor, relative) -> torch.Tensor:
+        """(q_i + v)ᵀ r_{R_ij} (B, H, T, T): each query against all P relative keys, then each pair's
+        pick, which is P/T times cheaper than gathering a (B, T, T, d) key per pair."""
+        per_position = torch.einsum("bhtd,phd->bhtp", query + relative.query_bias[None, :, None, :], relative.keys)
+        index = relative.index[:, None].expand(-1, per_position.shape[1], -1, -1)
+        return torch.gather(per_position, -1, index)
 
     def _relative_position_scores(self, query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
         """Shaw-style ``relative_key_query`` terms q_i·r_{i−j} + k_j·r_{i−j}, as in transformers 4.x."""

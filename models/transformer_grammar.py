@@ -13,13 +13,14 @@ kind               attention variant    R_ij                            sequence
 ``txl_terminals``  ``"causal"``         i − j                           <s> terminals [SEP]
 =================  ===================  ==============================  =======================
 
-**Relative-position scores: a documented simplification.**  Transformer-XL scores are
-(q_i + u)ᵀk_j + (q_i + v)ᵀr_ij.  Here they are q_iᵀk_j + b_{l,h}[R_ij]: a learned scalar per layer,
-head and clipped relative position ([−1, 62], SPEC §J), added to the scores through ``score_bias``.
-This keeps the position term that does not depend on content (vᵀr_ij, TXL's term (d)) and drops the
-query-dependent one q_iᵀr_ij (c) and the global content bias uᵀk_j (b): the hook adds biases to
-scores and cannot see queries.  The paper reports that even replacing depth differences by linear
-ones "has almost no impact" (§4), since the TG mask is so sparse.
+**Relative-position scores** (``relative_form``).  ``"transformer_xl"`` (default, the paper's): the
+scores are (q_i + u)ᵀk_j + (q_i + v)ᵀr_{R_ij}, with per-layer u, v and relative keys r = W_r·s(R)
+projected from sinusoids s of the 64 clipped positions [−1, 62] (SPEC §J; dropout on s in training,
+as the reference does).  u enters as the hook's query offset, the position term as its
+``relative_keys``.  ``"bias"``: the earlier simplification q_iᵀk_j + b_{l,h}[R_ij], one learned
+scalar per layer, head and position through ``score_bias`` (TXL's term (d) only); kept as an
+option, and docs/decisions.md says what it costs.  The paper reports that even replacing depth
+differences by linear ones "has almost no impact" (§4), since the TG mask is so sparse.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import AttentionModifier
+from .attention import AttentionModifier, RelativePositionKeys
 from .attention.transformer_grammar import (
     CNT1,
     NUM_RELATIVE_POSITIONS,
@@ -43,13 +44,17 @@ from .configuration_microbert import MicroBertConfig
 from .modeling_microbert import MicroBertModel
 
 LM_KINDS = ("tg", "txl_trees", "txl_terminals")
+RELATIVE_FORMS = ("transformer_xl", "bias")
 IGNORE_INDEX = -100
 
 
-def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, **overrides) -> MicroBertConfig:
+def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, relative_form: str = "transformer_xl",
+              **overrides) -> MicroBertConfig:
     """µB-size config (SPEC §C defaults) of a left-to-right LM of ``kind``."""
     if kind not in LM_KINDS:
         raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
+    if relative_form not in RELATIVE_FORMS:
+        raise ValueError(f"unknown relative_form {relative_form!r}; known: {RELATIVE_FORMS}")
     return MicroBertConfig(
         vocab_size=vocab_size,
         syntax_attention="tg" if kind == "tg" else "causal",
@@ -58,6 +63,7 @@ def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, *
         tg_num_labels=num_labels,
         tg_kind=kind,
         tg_relative_positions=True,
+        tg_relative_form=relative_form,
         **overrides,
     )
 
@@ -88,10 +94,21 @@ class TransformerGrammarLM(nn.Module):
         super().__init__()
         self.config = config
         self.encoder = MicroBertModel(config)
-        # b_{l,h}[R + 1]: zero at start, so training begins from position-free attention.
-        self.relative_bias = nn.Parameter(
-            torch.zeros(config.num_hidden_layers, config.num_attention_heads, NUM_RELATIVE_POSITIONS)
-        )
+        self.relative_form = getattr(config, "tg_relative_form", "bias")  # configs saved before the TXL form: "bias"
+        layers, heads = config.num_hidden_layers, config.num_attention_heads
+        if self.relative_form == "bias":
+            # b_{l,h}[R + 1]: zero at start, so training begins from position-free attention.
+            self.relative_bias = nn.Parameter(torch.zeros(layers, heads, NUM_RELATIVE_POSITIONS))
+        else:
+            head_size = config.hidden_size // heads
+            self.register_buffer("relative_sinusoids", sinusoids(NUM_RELATIVE_POSITIONS, config.hidden_size), persistent=False)
+            self.relative_key_projections = nn.ModuleList(
+                nn.Linear(config.hidden_size, config.hidden_size, bias=False) for _ in range(layers)
+            )
+            # TXL's u (content) and v (position) query biases, per layer and head.
+            self.content_query_bias = nn.Parameter(torch.randn(layers, heads, head_size) * config.initializer_range)
+            self.position_query_bias = nn.Parameter(torch.randn(layers, heads, head_size) * config.initializer_range)
+            self.relative_dropout = nn.Dropout(config.hidden_dropout_prob)
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def relative_positions(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -108,9 +125,23 @@ class TransformerGrammarLM(nn.Module):
         scores = self.relative_bias[:, :, index].transpose(1, 2)
         return list(scores.unbind(0))
 
+    def transformer_xl_terms(self, input_ids: torch.Tensor) -> AttentionModifier:
+        """u as each layer's query offset and (index, r, v) as its relative keys (module doc)."""
+        index = self.relative_positions(input_ids) - RELATIVE_POSITION_MIN  # (B, T, T) in [0, 64)
+        encodings = self.relative_dropout(self.relative_sinusoids)
+        heads = self.config.num_attention_heads
+        keys = [projection(encodings).view(NUM_RELATIVE_POSITIONS, heads, -1) for projection in self.relative_key_projections]
+        return AttentionModifier(
+            query_offset=[u[None, :, None, :] for u in self.content_query_bias.unbind(0)],
+            relative_keys=[RelativePositionKeys(index, layer_keys, v) for layer_keys, v in zip(keys, self.position_query_bias.unbind(0))],
+        )
+
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> LmOutput:
         attention_mask = (input_ids != self.config.pad_token_id).long()
-        modifier = AttentionModifier(score_bias=self.position_scores(input_ids)) if self.config.tg_relative_positions else None
+        modifier = None
+        if self.config.tg_relative_positions:
+            modifier = (AttentionModifier(score_bias=self.position_scores(input_ids)) if self.relative_form == "bias"
+                        else self.transformer_xl_terms(input_ids))
         hidden = self.encoder(input_ids, attention_mask=attention_mask, attention_modifier=modifier).last_hidden_state
         logits = hidden @ self.encoder.embeddings.word_embeddings.weight.T + self.output_bias
         if labels is None:
@@ -118,6 +149,16 @@ class TransformerGrammarLM(nn.Module):
         nll = nn.functional.cross_entropy(logits.transpose(1, 2), labels, ignore_index=IGNORE_INDEX, reduction="none")
         labelled = labels != IGNORE_INDEX
         return LmOutput(logits, nll.sum() / labelled.sum().clamp(min=1), nll * labelled)
+
+
+def sinusoids(count: int, size: int) -> torch.Tensor:
+    """(count, size) Transformer sinusoids of the relative positions R = −1 … count − 2 (row R + 1)."""
+    positions = torch.arange(count, dtype=torch.float32)[:, None] + RELATIVE_POSITION_MIN
+    frequencies = torch.exp(torch.arange(0, size, 2, dtype=torch.float32) * (-torch.log(torch.tensor(10000.0)) / size))
+    table = torch.zeros(count, size)
+    table[:, 0::2] = torch.sin(positions * frequencies)
+    table[:, 1::2] = torch.cos(positions * frequencies)
+    return table
 
 
 def allowed_next_actions(prefix: list[int], config, max_length: int) -> torch.Tensor:

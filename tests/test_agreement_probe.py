@@ -194,7 +194,7 @@ def tiny_models(ewt_actions, tmp_path_factory):
     models = {}
     for kind in LM_KINDS:
         settings = {"kind": kind, "vocab_size": len(ewt_actions["vocabulary"]), "num_terminals": layout["num_terminals"],
-                    "num_labels": layout["num_labels"], "hidden_size": 16, "num_hidden_layers": 1,
+                    "num_labels": layout["num_labels"], "relative_form": "transformer_xl", "hidden_size": 16, "num_hidden_layers": 1,
                     "num_attention_heads": 2, "intermediate_size": 32}
         torch.manual_seed(0)
         model = TransformerGrammarLM(lm_config(**settings))

@@ -239,6 +239,76 @@ def test_sampled_trees_are_well_formed():
     assert not well_formed("<s> (ROOT w5 ROOT) ROOT)² w6".split())
 
 
+def test_transformer_xl_scores_against_a_loop_over_query_key_pairs():
+    """The hook's relative keys and query offset give attention with scores
+    ((q_i + u)ᵀk_j + (q_i + v)ᵀr_{R_ij}) / √d (TXL; TG paper §2), checked pair by pair."""
+    from models import MicroBertConfig
+    from models.attention import AttentionModifier, RelativePositionKeys
+    from models.modeling_microbert import MicroBertSelfAttention
+
+    torch.manual_seed(3)
+    config = MicroBertConfig(vocab_size=20, hidden_size=12, num_attention_heads=3, intermediate_size=24, num_hidden_layers=1)
+    attention = MicroBertSelfAttention(config).eval()
+    batch, length, heads, size, positions = 2, 5, 3, 4, 7
+    hidden = torch.randn(batch, length, 12)
+    u, v = torch.randn(heads, size), torch.randn(heads, size)
+    keys, index = torch.randn(positions, heads, size), torch.randint(0, positions, (batch, length, length))
+    modifier = AttentionModifier(query_offset=u[None, :, None, :], relative_keys=RelativePositionKeys(index, keys, v))
+    context, _ = attention(hidden, modifier=modifier)
+
+    with torch.no_grad():
+        q, k, w = (layer(hidden).view(batch, length, heads, size) for layer in (attention.query, attention.key, attention.value))
+    expected = torch.zeros(batch, length, heads, size)
+    for b, h, i in itertools.product(range(batch), range(heads), range(length)):
+        scores = torch.tensor([(float((q[b, i, h] + u[h]) @ k[b, j, h]) + float((q[b, i, h] + v[h]) @ keys[index[b, i, j], h])) / size ** 0.5
+                               for j in range(length)])
+        expected[b, i, h] = torch.softmax(scores, 0) @ w[b, :, h]
+    assert torch.allclose(context, expected.reshape(batch, length, 12), atol=1e-5)
+
+
+@pytest.mark.parametrize("form", ["transformer_xl", "bias"])
+def test_both_relative_forms_train_and_reload(form, tmp_path):
+    """TXL terms read R_ij = depth(i) − depth(j) (the TG relative positions); every position parameter
+    gets a gradient; a saved model reloads with its form, and a pre-TXL config.json as "bias"."""
+    import json
+
+    from safetensors.torch import save_file
+
+    from models.transformer_grammar import TransformerGrammarLM, lm_config, next_action_labels
+    from steps.tg.language_model import CONFIG, WEIGHTS, load_lm
+
+    layout = ActionLayout(num_terminals=10)
+    s, np_, vp = (layout.open_id(label) for label in ("ROOT", "nsubj", "obj"))
+    s_, np_c, vp_c = (layout.close_id(label) for label in ("ROOT", "nsubj", "obj"))
+    ids = torch.tensor([[1, s, np_, 5, 6, 7, np_c, layout.stack_close_id(np_c), vp, 8, vp_c, layout.stack_close_id(vp_c), s_,
+                         layout.stack_close_id(s_)]])
+    settings = dict(kind="tg", vocab_size=layout.vocab_size, num_terminals=10, num_labels=layout.num_labels, relative_form=form)
+    small = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32)
+    torch.manual_seed(0)
+    model = TransformerGrammarLM(lm_config(**settings, **small))
+    if form == "transformer_xl":
+        terms = model.transformer_xl_terms(ids)
+        assert torch.equal(terms.relative_keys[1].index, tg_relative_positions(action_types(ids, 10, layout.num_labels)) + 1)
+        assert terms.relative_keys[0].keys.shape == (64, 2, 8) and not hasattr(model, "relative_bias")
+    model(ids, next_action_labels(ids, 10, layout.num_labels)).loss.backward()
+    position_parameters = [name for name, _ in model.named_parameters() if name.startswith(("relative", "content", "position"))]
+    assert position_parameters and all(dict(model.named_parameters())[n].grad.abs().sum() > 0 for n in position_parameters)
+
+    folder = tmp_path / form
+    folder.mkdir()
+    save_file({name: tensor.contiguous() for name, tensor in model.state_dict().items()}, str(folder / WEIGHTS))
+    saved = dict(settings) if form == "transformer_xl" else {key: settings[key] for key in settings if key != "relative_form"}
+    (folder / CONFIG).write_text(json.dumps(saved))
+    with pytest.MonkeyPatch.context() as patch:  # load_lm builds the µB default size; build ours
+        import steps.tg.language_model as language_model
+
+        patch.setattr(language_model, "lm_config", lambda **given: lm_config(**given, **small))
+        reloaded = load_lm(folder)
+    assert reloaded.relative_form == form
+    model.eval()
+    assert torch.equal(reloaded(ids).logits, model(ids).logits)
+
+
 def test_labels_of_figure_2():
     """Labels: the next action; none at COMPOSE positions (6, 10, 12) nor at the last (13)."""
     from models.transformer_grammar import IGNORE_INDEX, next_action_labels

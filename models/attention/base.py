@@ -41,6 +41,19 @@ def _sum(first: LayerTensors, second: LayerTensors) -> LayerTensors:
 
 
 @dataclass
+class RelativePositionKeys:
+    """Transformer-XL's position term (q_i + v)ᵀ r_{R_ij} for one layer (TG paper §2, SPEC §J).
+
+    index: (B, T, T) long, R_ij shifted into [0, P).  keys: (P, heads, head_dim), the layer's
+    relative keys r (e.g. projected sinusoids).  query_bias: (heads, head_dim), TXL's v.
+    """
+
+    index: torch.Tensor
+    keys: torch.Tensor
+    query_bias: torch.Tensor
+
+
+@dataclass
 class AttentionModifier:
     """What a syntax method may change in self-attention.
 
@@ -61,7 +74,11 @@ class AttentionModifier:
         (``needs_gates``, e.g. ``config.syntax_attention="sla"``).
     query_offset, key_offset, value_offset:
         Additive terms (B, heads, T, head_dim) on the projected queries/keys/values, for methods that
-        fuse syntax representations into attention inputs (Syntax-augmented mBERT, SPEC §I).
+        fuse syntax representations into attention inputs (Syntax-augmented mBERT, SPEC §I; TXL's u
+        is a query offset).
+    relative_keys:
+        One `RelativePositionKeys` (or None) per layer: adds (q_i + v)ᵀ r_{R_ij}, scaled as the
+        scores, where q is the projected query before any offset (Transformer Grammars).
     """
 
     score_bias: LayerTensors = None
@@ -69,6 +86,7 @@ class AttentionModifier:
     query_offset: LayerTensors = None
     key_offset: LayerTensors = None
     value_offset: LayerTensors = None
+    relative_keys: Sequence[RelativePositionKeys | None] | RelativePositionKeys | None = None
 
     def for_layer(self, layer_idx: int) -> "AttentionModifier":
         return AttentionModifier(
@@ -77,12 +95,14 @@ class AttentionModifier:
             query_offset=_for_layer(self.query_offset, layer_idx),
             key_offset=_for_layer(self.key_offset, layer_idx),
             value_offset=_for_layer(self.value_offset, layer_idx),
+            relative_keys=self.relative_keys if not isinstance(self.relative_keys, Sequence) else self.relative_keys[layer_idx],
         )
 
     def is_empty(self) -> bool:
         return all(
             value is None
-            for value in (self.score_bias, self.gated_mask, self.query_offset, self.key_offset, self.value_offset)
+            for value in (self.score_bias, self.gated_mask, self.query_offset, self.key_offset, self.value_offset,
+                          self.relative_keys)
         )
 
     def combined_with(self, other: "AttentionModifier | None") -> "AttentionModifier":
@@ -91,12 +111,15 @@ class AttentionModifier:
             return self
         if self.gated_mask is not None and other.gated_mask is not None:
             raise ValueError("two gated masks (e.g. SLA and a caller-supplied gated_mask) cannot be combined")
+        if self.relative_keys is not None and other.relative_keys is not None:
+            raise ValueError("two sets of relative-position keys cannot be combined")
         return AttentionModifier(
             score_bias=_sum(self.score_bias, other.score_bias),
             gated_mask=self.gated_mask if other.gated_mask is None else other.gated_mask,
             query_offset=_sum(self.query_offset, other.query_offset),
             key_offset=_sum(self.key_offset, other.key_offset),
             value_offset=_sum(self.value_offset, other.value_offset),
+            relative_keys=self.relative_keys if other.relative_keys is None else other.relative_keys,
         )
 
 

@@ -60,6 +60,7 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tens
 
 def load_lm(directory: Path) -> TransformerGrammarLM:
     settings = json.loads((Path(directory) / CONFIG).read_text())
+    settings.setdefault("relative_form", "bias")  # models saved before the Transformer-XL form (VERSION 001)
     model = TransformerGrammarLM(lm_config(**settings))
     model.load_state_dict(load_file(str(Path(directory) / WEIGHTS)))
     return model.eval()
@@ -102,9 +103,10 @@ class TrainTgLanguageModel(Step):
 
     DETERMINISTIC = True
     CACHEABLE = True
-    VERSION = "001"
+    VERSION = "002"  # 002: Transformer-XL relative-position scores (relative_form; "bias" was 001's)
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads"}
+    SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl"}
 
     def run(  # type: ignore[override]
         self,
@@ -117,12 +119,15 @@ class TrainTgLanguageModel(Step):
         warmup: float = 0.1,
         weight_decay: float = 0.01,
         num_threads: Optional[int] = None,
+        relative_form: str = "transformer_xl",
     ) -> Path:
+        """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
+            per layer, head and relative position; `models.transformer_grammar`)."""
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
         layout = actions["layout"]
         settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
-                    "num_labels": layout["num_labels"]}
+                    "num_labels": layout["num_labels"], "relative_form": relative_form}
         sequences = model_sequences(actions, "train", kind)
         torch.manual_seed(derived_seed(seed, "tg_lm_init"))
         model = TransformerGrammarLM(lm_config(**settings))
