@@ -19,6 +19,19 @@ def test_a_phase_past_its_budget_is_stopped_and_says_call_again():
     assert campaign.run_all([[sys.executable, "-c", "raise SystemExit(2)"]], budget=30) == 1
 
 
+def test_a_phase_with_a_log_folder_keeps_each_commands_output_and_prints_its_end(tmp_path, capsys):
+    """What a device call brings back: every command's whole log under $OUT, and its last lines
+    (a progress bar's last redraw, not every one) in the printed tail."""
+    noisy = [sys.executable, "-c", "import sys; print('start'); sys.stdout.write('10%\\r50%\\r100%\\n'); "
+             "print('Timeout (0:10:00)!', file=sys.stderr)"]
+    assert campaign.run_all([noisy, [sys.executable, "-c", "print('other')"]], budget=60, log_dir=tmp_path, phase="pretrain") == 0
+    first = (tmp_path / "pretrain-0.log").read_bytes().decode()
+    assert "10%\r50%\r100%" in first and "Timeout (0:10:00)!" in first
+    assert (tmp_path / "pretrain-1.log").read_text() == "other\n"
+    printed = capsys.readouterr().out
+    assert "last lines of pretrain-0.log:\n  start\n  100%\n  Timeout (0:10:00)!" in printed and "10%" not in printed
+
+
 def test_pack_and_unpack_round_trip_the_new_cache_entries(tmp_path):
     cache = tmp_path / "gpu" / "cache"
     (cache / "Old-001-a").mkdir(parents=True)

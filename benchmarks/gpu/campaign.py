@@ -12,13 +12,16 @@ Its exit status says what happened: 0 done, 3 time ran out (call the same phase 
     # plus a tarred corpus, unpacked there by the data phase's caller)
     # on the GPU machine, in the repo root (each line one device call of <= 10 minutes):
     python benchmarks/gpu/campaign.py data       # corpus parser (cpu scale), parse of the whole corpus, vocabulary, rows
-    python benchmarks/gpu/campaign.py pretrain   # µB-M and µB-MXPT-SLA side by side on the one GPU; repeat until 0
+    python benchmarks/gpu/campaign.py pretrain $OUT  # µB-M and µB-MXPT-SLA side by side on the one GPU; repeat until 0
     python benchmarks/gpu/campaign.py finetune   # 30 fine-tunes (3 encoders x 5 seeds x UD, NER) with tango -j
     python benchmarks/gpu/campaign.py pack $OUT  # the new cache entries as <= 8 parts of <= 15 MiB under $OUT
     # back here:
     python benchmarks/gpu/campaign.py unpack <files_at of the pack call>    # into ./workspace/cache
     tango run benchmarks/gpu/wolof_m_paper_scale.jsonnet                # finds every step cached
 
+A folder after data/pretrain/finetune ($OUT) takes each command's whole log (`<phase>-<n>.log`, so
+a pace line or a stall traceback from `pretrain_microbert` comes back even when progress bars fill
+the device tool's output tail); the last lines of each are printed at the end.
 `--budget SECONDS` (default 540) bounds each phase below the 10-minute command limit. The
 experiment files are benchmarks/gpu/<language>_{m,mxpt_sla,random_init}_paper_scale.jsonnet for
 `--language` (default wolof); pass `--files` to run others (e.g. the "paper" regime).
@@ -33,7 +36,7 @@ import sys
 import tarfile
 import time
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 LANGUAGES = ("wolof", "coptic", "maltese", "uyghur", "ancient_greek")  # the paper's five (issue 17)
@@ -54,11 +57,37 @@ def tango(args: Sequence[str]) -> List[str]:
     return [sys.executable, "-m", "tango", "--settings", str(REPO / "tango.yml"), "run", *args]
 
 
-def run_all(commands: Sequence[List[str]], budget: float) -> int:
+LOG_TAIL_LINES = 30
+
+
+def last_lines(log: Path, count: int = LOG_TAIL_LINES) -> List[str]:
+    """A log's last lines as a terminal would show them: of each progress-bar redraw run (\\r), the last."""
+    text = log.read_bytes().decode("utf-8", errors="replace")  # not read_text: it would turn \r into \n
+    lines = [line.split("\r")[-1] for line in text.split("\n")]
+    return [line for line in lines if line.strip()][-count:]
+
+
+def run_all(commands: Sequence[List[str]], budget: float, log_dir: Optional[Path] = None, phase: str = "phase") -> int:
     """Run commands side by side; past the budget, stop them (SIGINT, then SIGKILL) and return
-    OUT_OF_TIME. Steps checkpoint atomically, so a stopped run resumes on the next call."""
+    OUT_OF_TIME. Steps checkpoint atomically, so a stopped run resumes on the next call.
+    ``log_dir``: each command's output goes to ``<log_dir>/<phase>-<n>.log`` instead of the terminal."""
+    try:
+        return _run_all(commands, budget, log_dir, phase)
+    finally:
+        for log in sorted(log_dir.glob(f"{phase}-*.log")) if log_dir is not None else []:
+            print(f"campaign: last lines of {log.name}:", *last_lines(log), sep="\n  ", flush=True)
+
+
+def _run_all(commands: Sequence[List[str]], budget: float, log_dir: Optional[Path], phase: str) -> int:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    processes = [subprocess.Popen(command, cwd=REPO, env=env) for command in commands]
+    logs = []
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        logs = [open(log_dir / f"{phase}-{number}.log", "a", encoding="utf-8") for number in range(len(commands))]
+    processes = [subprocess.Popen(command, cwd=REPO, env=env, stdout=logs[n] if logs else None, stderr=subprocess.STDOUT if logs else None)
+                 for n, command in enumerate(commands)]
+    for log in logs:
+        log.close()  # the children hold their own descriptors
     deadline = time.monotonic() + budget
     while any(p.poll() is None for p in processes):
         if time.monotonic() > deadline:
@@ -132,7 +161,8 @@ def unpack(folder: Path, workspace: Path) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("phase", choices=["data", "pretrain", "finetune", "pack", "unpack"])
-    parser.add_argument("folder", nargs="?", type=Path, help="pack: where the parts go ($OUT); unpack: where they are")
+    parser.add_argument("folder", nargs="?", type=Path,
+                        help="pack: where the parts go ($OUT); unpack: where they are; other phases: where the logs go ($OUT)")
     parser.add_argument("--budget", type=float, default=540.0, help="seconds per phase (below the 600 s command limit)")
     parser.add_argument("--language", choices=LANGUAGES, default="wolof", help="whose paper-scale files to run")
     parser.add_argument("--files", nargs="+", help="experiment files (default: the language's three)")
@@ -151,7 +181,7 @@ def main(argv=None) -> int:
         if args.folder is None:
             parser.error("unpack needs the folder holding the parts")
         return unpack(args.folder, args.workspace)
-    return run_all(phase_commands(args.phase, args.files, args.jobs), args.budget)
+    return run_all(phase_commands(args.phase, args.files, args.jobs), args.budget, args.folder, args.phase)
 
 
 if __name__ == "__main__":
