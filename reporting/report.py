@@ -189,17 +189,23 @@ def pretraining_section(workspace: Workspace) -> str:
 
 
 BENCHMARK_JSON = Path("docs/benchmarks/pretrain_step.json")
+GPU_BENCHMARK_JSON = Path("docs/benchmarks/gpu_pretrain_step.json")
+GPU_BENCHMARK_COMMAND = ("python benchmarks/bench_pretrain_step.py --device cuda --batch-size 256 --length 64 --steps 30 "
+                         "--conditions M MXPT-SLA --precision fp32 bf16 --optimizer default fused --json {path}")
 
 
-def benchmark_section(path: Path = BENCHMARK_JSON) -> str:
-    """The pretraining-step benchmark (benchmarks/bench_pretrain_step.py --json ...), if recorded."""
+def benchmark_section(path: Path = BENCHMARK_JSON, command: str = "python benchmarks/bench_pretrain_step.py --json {path}") -> str:
+    """The pretraining-step benchmark (benchmarks/bench_pretrain_step.py --json ...), if recorded;
+    on a GPU its rows include the speed levers ("µB-M [bf16, fused]")."""
     if not path.exists():
-        return f"_not recorded: run `python benchmarks/bench_pretrain_step.py --json {path}`_\n"
+        return f"_not recorded: run `{command.format(path=path)}`_\n"
     bench = json.loads(path.read_text())
     medians = bench["median_seconds"]
     m, hf = medians.get("µB-M"), medians["HF BertForMaskedLM"]
     rows = [(name, 1e3 * s, bench["batch_size"] / s, None if m is None else s / m, s / hf) for name, s in medians.items()]
-    head = (f"Batch {bench['batch_size']}×{bench['length']}, vocabulary {bench['vocab_size']}, {bench['threads']} threads, "
+    device = bench.get("device", "cpu")
+    head = (f"Batch {bench['batch_size']}×{bench['length']}, vocabulary {bench['vocab_size']}, "
+            f"{device if device != 'cpu' else str(bench['threads']) + ' threads'}, "
             f"torch {bench['torch']}; median of {bench['steps']} forward+backward+AdamW steps, all models in one process.\n\n")
     return head + markdown_table(["model", "ms/step", "sequences/s", "× µB-M", "× HF BertForMaskedLM"], rows)
 
@@ -353,6 +359,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Training curves", curves_section(workspace_dir, graphs, curves_dir, report_dir or Path(workspace_dir))),
         ("Pretraining settings, one at a time", pretrain_ablation_section()),
         ("Pretraining step benchmark", benchmark_section()),
+        ("Pretraining step on a GPU, with its speed levers (issue 14)", benchmark_section(GPU_BENCHMARK_JSON, GPU_BENCHMARK_COMMAND)),
         ("Fine-tuning step benchmark", finetune_benchmark_section()),
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),

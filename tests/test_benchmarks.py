@@ -79,3 +79,10 @@ def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_pat
             assert record["median_seconds"][f"µB-{condition}{suffix}"] > 0, condition + suffix
     assert record["device"] == "cpu" and record["precision"] == ["fp32", "bf16"]
     assert "µB-MXPT-SLA [bf16, fused]" in capsys.readouterr().out
+    # The report's section shows every lever row, and says how to record the GPU one until it is.
+    from reporting import report
+
+    section = report.benchmark_section(out)
+    assert "| µB-MXPT-SLA [bf16, fused] |" in section and "Batch 4×24" in section
+    missing = report.benchmark_section(tmp_path / "absent.json", report.GPU_BENCHMARK_COMMAND)
+    assert "not recorded" in missing and "--device cuda" in missing
