@@ -172,3 +172,28 @@ def test_update_docs_keeps_the_report_rows_the_cache_lacks():
     wider = fresh.replace("| loss |", "| loss | official |").replace("|---|---|---|---|---|---|", "|---|---|---|---|---|---|---|", 1) \
         .replace("5.80 |", "5.80 | 70.1 |")
     assert "| wolof † | M | 3000 | 64 | 11127 | 5.99 | — |" in report.keep_record(wider, recorded)
+
+
+def test_a_corpus_variant_is_named_beside_its_language():
+    """Report rows of the leak-free Coptic corpus parser and pretraining name the corpus folder."""
+    from types import SimpleNamespace
+
+    def info(name, config, dependencies=()):
+        return SimpleNamespace(unique_id=name, config=config, dependencies=set(dependencies))
+
+    def corpus(path):
+        return {"type": "load_corpus", "language": "coptic", "corpus": {"path": path}}
+
+    steps = {
+        "variant": info("variant", corpus("coptic/corpus_no_ud_devtest")), "own": info("own", corpus("coptic/corpus")),
+        "vectors": info("vectors", {"type": "train_word_vectors"}, ["variant"]),
+        "parser": info("parser", {"type": "train_corpus_parser", "language": "coptic"}, ["vectors"]),
+        "pretrain": info("pretrain", {"type": "pretrain_microbert"}, ["parser"]),
+        "own_pretrain": info("own_pretrain", {"type": "pretrain_microbert"}, ["own"]),
+        "lonely": info("lonely", {"type": "pretrain_microbert"}),
+    }
+    workspace = SimpleNamespace(step_info=lambda name: steps[name])
+    assert report.language_of(workspace, steps["parser"]) == "coptic (corpus_no_ud_devtest)"
+    assert report.language_of(workspace, steps["pretrain"]) == "coptic (corpus_no_ud_devtest)"
+    assert report.language_of(workspace, steps["own_pretrain"]) == "coptic"
+    assert report.language_of(workspace, steps["lonely"]) == "?"
