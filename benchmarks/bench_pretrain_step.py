@@ -196,6 +196,7 @@ def main(argv=None) -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
+    from steps.common.runtime import fused_adamw
     from steps.pretrain.pretrain import autocast_for
 
     cpu_batch = synthetic_batch(args.batch_size, args.length, args.vocab_size, args.num_xpos, args.seed)
@@ -222,7 +223,7 @@ def main(argv=None) -> None:
     for condition in args.conditions:
         for suffix, precision, fused in lever_variants(args.precision, args.optimizer):
             model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=args.num_xpos, **size).train().to(device)
-            optimizer = torch.optim.AdamW(model.parameters(), **adamw, **({"fused": True} if fused else {}))
+            optimizer = (fused_adamw if fused else torch.optim.AdamW)(model.parameters(), **adamw)
             autocast = autocast_for(device, precision)
             if condition == "H":  # the soft labels are the collator's work, every batch: timed with the step
                 steps_by_name[f"µB-{condition}{suffix}"] = make_soft_label_step(model, optimizer, batch, trigram, candidates, autocast, device)

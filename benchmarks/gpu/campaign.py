@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+from benchmarks.time_experiment import last_redraw  # noqa: E402
 LANGUAGES = ("wolof", "coptic", "maltese", "uyghur", "ancient_greek")  # the paper's five (issue 17)
 
 
@@ -62,8 +64,7 @@ LOG_TAIL_LINES = 30
 
 def last_lines(log: Path, count: int = LOG_TAIL_LINES) -> List[str]:
     """A log's last lines as a terminal would show them: of each progress-bar redraw run (\\r), the last."""
-    text = log.read_bytes().decode("utf-8", errors="replace")  # not read_text: it would turn \r into \n
-    lines = [line.split("\r")[-1] for line in text.split("\n")]
+    lines = [last_redraw(raw) for raw in log.read_bytes().split(b"\n")]  # bytes: read_text would turn \r into \n
     return [line for line in lines if line.strip()][-count:]
 
 

@@ -34,7 +34,7 @@ from steps.common.batching import bucketed_batches
 from steps.common.checkpoints import SimulatedCrash, save_atomically
 from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.common.formats import DirectoryFormat
-from steps.common.runtime import derived_seed, torch_threads
+from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 from steps.common.tracking import WandbSetting, tracked_run
 from steps.data.vocab import load_tokenizer
 
@@ -374,9 +374,8 @@ class PretrainMicrobert(Step):
             trigram_model=trigram_model,
         )
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
-        optimizer = torch.optim.AdamW(
-            model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay,
-            **({"fused": True} if fused_optimizer else {}),
+        optimizer = (fused_adamw if fused_optimizer else torch.optim.AdamW)(
+            model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
         )
         from transformers import get_cosine_schedule_with_warmup
 
