@@ -42,7 +42,7 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     assert len(rows) == 2  # no other factor has both cells
     assert effort[("decomposition:ud", "cpu", "paper_tenth")][:2] == (5000, 15)
     text = decomposition.markdown(cells, effort)
-    assert "| cpu | 62.00 ± 1.00<br>dev 63.00<br>1,500 steps (best epoch 19.0) | 66.00 ± 1.00<br>dev 67.00<br>5,000 steps (best epoch 15.0) | — |" in text
+    assert "| cpu | 62.00 ± 1.00<br>dev 63.00<br>1,500 steps (best epoch 19.0) | — | 66.00 ± 1.00<br>dev 67.00<br>5,000 steps (best epoch 15.0) | — |" in text
     assert "†" not in text
 
     decomposition.write(cells, effort, decomposition.DOCS)  # the record, then a fresh cache without these cells
@@ -58,3 +58,33 @@ def test_decomposition_files_cover_the_grid():
     names = {p.name for p in decomposition.files()}
     expected = {f"wolof_{e.replace('-', '_')}_{r}.jsonnet" for e in decomposition.ENCODERS for r in decomposition.REGIMES}
     assert names == expected
+
+
+def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x4_changes_only_the_length():
+    """A cpu-regime cell runs nothing but its score cells on top of benchmarks/seeds' fine-tunings;
+    cpu_x4 shares everything upstream of fine-tuning and changes epochs and patience alone, for
+    UD and NER (one factor at a time)."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+    from reporting.tables import REPO
+
+    def graph(path):
+        return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
+
+    seeds = graph("benchmarks/seeds/wolof_m_5seeds.jsonnet")
+    cpu = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu.jsonnet")
+    longer = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu_x4.jsonnet")
+    for name in seeds:
+        if "_score_s" not in name and name != "cell" and not name.endswith("_cell"):
+            assert cpu[name].unique_id == seeds[name].unique_id, name
+    for task in ("ud_parser", "ner"):
+        base, four = cpu[f"{task}_s42"], longer[f"{task}_s42"]
+        assert four.unique_id != base.unique_id
+        assert four.kwargs["encoder"].unique_id == base.kwargs["encoder"].unique_id
+        changed = {k for k, v in vars(four.kwargs["config"]).items() if vars(base.kwargs["config"])[k] != v}
+        assert changed == {"epochs", "patience"} - ({"patience"} if base.kwargs["config"].patience == 20 else set())
+        assert four.kwargs["config"].epochs == 4 * base.kwargs["config"].epochs
+    assert sorted(n for n in longer if "_score_s" in n) == [f"{t}_score_s{s}" for t in ("ner", "ud_parser") for s in (42, 43, 44)]
+    assert {longer[n].kwargs["scale"] for n in longer if "_score_s" in n} == {"cpu_x4"}
