@@ -55,9 +55,9 @@ def files() -> List[Path]:
     return sorted(FOLDER.glob("*.jsonnet"))
 
 
-def _finetune_effort(graphs: Sequence[FileGraph], workspace_dir: Path) -> Dict[Tuple[str, str, str], Tuple[float, float]]:
-    """{(table, encoder, regime): (mean steps run, mean best epoch)} over the cached fine-tunings."""
-    found: Dict[Tuple[str, str, str], List[Tuple[int, int]]] = {}
+def _finetune_runs(graphs: Sequence[FileGraph], workspace_dir: Path) -> Dict[Tuple[str, str, str], List[dict]]:
+    """{(table, encoder, regime): [each cached seed's fine-tuning metrics.json]}."""
+    found: Dict[Tuple[str, str, str], Dict[str, dict]] = {}
     for graph in graphs:
         for cell in graph.cells:
             if not cell["table"].startswith("decomposition:"):
@@ -71,10 +71,68 @@ def _finetune_effort(graphs: Sequence[FileGraph], workspace_dir: Path) -> Dict[T
                 except DamagedCacheEntry:  # the cell itself reports it
                     location = None
                 metrics = Path(location) / "metrics.json" if location is not None else None
-                if metrics is not None and metrics.exists():
-                    m = json.loads(metrics.read_text())
-                    found.setdefault((cell["table"], cell["row"], cell["scale"]), []).append((m.get("steps"), m.get("best_epoch")))
-    return {key: (_mean_of_known(s for s, _ in runs), _mean_of_known(b for _, b in runs)) for key, runs in found.items()}
+                if metrics is not None and metrics.exists():  # keyed by step ID: a run two graphs share counts once
+                    found.setdefault((cell["table"], cell["row"], cell["scale"]), {})[unique_id] = json.loads(metrics.read_text())
+    return {key: list(runs.values()) for key, runs in found.items()}
+
+
+def _finetune_effort(runs: Dict[Tuple[str, str, str], List[dict]]) -> Dict[Tuple[str, str, str], Tuple[float, float]]:
+    """{(table, encoder, regime): (mean steps run, mean best epoch)} over the cached fine-tunings."""
+    return {key: (_mean_of_known(m.get("steps") for m in seeds), _mean_of_known(m.get("best_epoch") for m in seeds))
+            for key, seeds in runs.items()}
+
+
+# The dev curve of each task: (history field of x, of y, axis labels). UD's x is the step, as the
+# paper regimes' epochs are 200 batches and the cpu ones' a pass over the train split (75).
+CURVE_FIELDS = {"decomposition:ud": ("step", "las", "fine-tuning step", "dev LAS"),
+                "decomposition:ner": ("epoch", "dev_f1", "epoch", "dev span F1")}
+
+
+def dev_curves(runs: Dict[Tuple[str, str, str], List[dict]]) -> Dict[str, Dict[Tuple[str, str], List[Tuple[float, float, int]]]]:
+    """{table: {(encoder, regime): [(x, mean dev over the seeds that reached x, how many)]}}."""
+    curves: Dict[str, Dict[Tuple[str, str], List[Tuple[float, float, int]]]] = {}
+    for (table, encoder, regime), seeds in runs.items():
+        x_field, y_field = CURVE_FIELDS[table][:2]
+        at: Dict[float, List[float]] = {}
+        for metrics in seeds:
+            for record in metrics.get("history") or []:
+                if isinstance(record.get(x_field), (int, float)) and isinstance(record.get(y_field), (int, float)):
+                    at.setdefault(record[x_field], []).append(record[y_field])
+        if at:
+            curves.setdefault(table, {})[(encoder, regime)] = [(x, statistics.fmean(ys), len(ys)) for x, ys in sorted(at.items())]
+    return curves
+
+
+def draw_dev_curves(runs: Dict[Tuple[str, str, str], List[dict]], path: Path) -> Optional[Path]:
+    """One PNG, a panel per task, a line per cached (encoder, regime) cell: the mean dev score by
+    step over its seeds, the paper's µB-M figure dotted. None (nothing written) when no cell is cached."""
+    curves = dev_curves(runs)
+    if not curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(TASKS), figsize=(11, 3.8))
+    for axis, (table, (task, _)) in zip(axes, TASKS.items()):
+        x_label, y_label = CURVE_FIELDS[table][2:]
+        for (encoder, regime), points in sorted(curves.get(table, {}).items(), key=lambda kv: (ENCODERS.index(kv[0][0]), REGIMES.index(kv[0][1]))):
+            seeds = max(n for *_, n in points)
+            axis.plot([x for x, *_ in points], [y for _, y, _ in points], linewidth=1.2,
+                      label=f"encoder {encoder}, regime {regime} ({seeds} seeds)")
+        axis.axhline(PAPER[table], color="black", linestyle=":", linewidth=1, label=f"paper µB-M {PAPER[table]:.2f}")
+        axis.set_ylim(bottom=max(0.0, min([y for pts in curves.get(table, {}).values() for _, y, _ in pts[len(pts) // 4:]] or [0]) - 5))
+        axis.set_xlabel(x_label)
+        axis.set_ylabel(f"{y_label} (mean over seeds)")
+        axis.set_title(f"Wolof {task}: {y_label} while fine-tuning", fontsize=9)
+        axis.legend(fontsize=6)
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
 
 
 def _mean_of_known(values) -> Optional[float]:
@@ -83,17 +141,27 @@ def _mean_of_known(values) -> Optional[float]:
     return statistics.fmean(known) if known else None
 
 
+def _grid_graphs(workspace_dir: Path, graphs: Optional[Sequence[FileGraph]]) -> List[FileGraph]:
+    """The decomposition files' graphs (from ``graphs`` when given, else built)."""
+    paths = files()
+    wanted = {display_path(p) for p in paths}
+    return [g for g in (load_graphs(paths, workspace_dir) if graphs is None else graphs) if g.path in wanted]
+
+
+def dev_curve_figure(workspace_dir: Path, path: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Optional[Path]:
+    """Draw every cached cell's dev curve (``draw_dev_curves``) to ``path``; None when none is cached
+    (a committed figure is then left as it was)."""
+    return draw_dev_curves(_finetune_runs(_grid_graphs(workspace_dir, graphs), workspace_dir), path)
+
+
 def decomposition_cells(workspace_dir: Path, graphs: Optional[Sequence[FileGraph]] = None,
                         keep_record: bool = True) -> Tuple[List[Cell], Dict]:
     """The grid's cells (cached, else the record's when ``keep_record``) and the fine-tuning effort
     {(table, encoder, regime): (steps run, best epoch)} (cache, else record)."""
     paths = files()
-    if graphs is None:
-        graphs = load_graphs(paths, workspace_dir)
-    wanted = {display_path(p) for p in paths}
-    graphs = [g for g in graphs if g.path in wanted]
+    graphs = _grid_graphs(workspace_dir, graphs)
     cells, _ = collect_cells(paths, workspace_dir, graphs)
-    effort = {key: value + (False,) for key, value in _finetune_effort(graphs, workspace_dir).items()}
+    effort = {key: value + (False,) for key, value in _finetune_effort(_finetune_runs(graphs, workspace_dir)).items()}
     if keep_record:
         cells = merge_record(cells, record_cells(DOCS, pattern=f"{RECORD}.csv"))
         for (table, encoder, regime), value in recorded_effort().items():

@@ -302,12 +302,21 @@ def seed_noise_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
     return note + markdown_table(["table", "row", "column", "scale", "seeds", "test per seed", "test", "dev"], rows)
 
 
-def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
-    """Four encoders × three fine-tuning regimes on Wolof, each factor alone (reporting.decomposition)."""
+def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path] = None,
+                          report_dir: Optional[Path] = None) -> str:
+    """Four encoders × four fine-tuning regimes on Wolof, each factor alone (reporting.decomposition);
+    with ``curves_dir``, the cells' dev curves drawn there (kept when this cache has none) and linked."""
     from reporting import decomposition
 
     cells, effort = decomposition.decomposition_cells(workspace_dir, graphs)
-    return decomposition.markdown(cells, effort)
+    text = decomposition.markdown(cells, effort)
+    if curves_dir is not None:
+        figure = Path(curves_dir) / "wolof_decomposition_dev_curves.png"
+        decomposition.dev_curve_figure(workspace_dir, figure, graphs)
+        if figure.exists():
+            link = figure.resolve().relative_to(Path(report_dir or workspace_dir).resolve()).as_posix()
+            text += f"\nDev score while fine-tuning, mean over each cell's seeds (the paper's µB-M dotted):\n\n![decomposition dev curves]({link})\n"
+    return text
 
 
 def tables_section(workspace_dir: Path, graphs: Sequence[FileGraph], keep_record: bool = False) -> str:
@@ -373,7 +382,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),
         ("Seed noise", seed_noise_section(workspace_dir, graphs)),
-        ("Where the Wolof gap is (issue 14)", decomposition_section(workspace_dir, graphs)),
+        ("Where the Wolof gap is (issue 14)", decomposition_section(workspace_dir, graphs, curves_dir, report_dir)),
         ("Paper tables from the cache", tables_section(workspace_dir, graphs, keep_record)),
     ]
     text = ["# Results\n",

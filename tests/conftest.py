@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Dict, List, Optional
 
 import pytest
 from tango import Step
@@ -91,10 +91,11 @@ class FakeUdFinetune(Step):
     CACHEABLE = True
     FORMAT = DirectoryFormat()
 
-    def run(self, las: float, seed: int, steps: Optional[int] = None, best_epoch: Optional[int] = None) -> Path:  # type: ignore[override]
+    def run(self, las: float, seed: int, steps: Optional[int] = None, best_epoch: Optional[int] = None,  # type: ignore[override]
+            history: Optional[List[Dict[str, float]]] = None) -> Path:
         out = self.work_dir / "out"
         out.mkdir(exist_ok=True)
         (out / "metrics.json").write_text(json.dumps({
             "task": "ud_parsing", "primary_metric": "las", "seed": seed, "dev": {"las": las + 1}, "test": {"las": las},
-            "steps": steps, "best_epoch": best_epoch}))
+            "steps": steps, "best_epoch": best_epoch, "history": history or []}))
         return out

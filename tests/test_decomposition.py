@@ -54,6 +54,34 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     assert "62.00 ± 1.00 †" in decomposition.markdown(recorded, recorded_effort)
 
 
+def test_dev_curves_average_each_cells_seeds_and_the_figure_is_drawn_from_the_cache(tmp_path, monkeypatch):
+    """The mean dev LAS at each step over the seeds that reached it (a seed stopped early by patience
+    leaves the later means to the others), one line per cell, drawn from cached fine-tunings."""
+    history = lambda *las: [{"epoch": e, "step": 100 * e, "las": v} for e, v in enumerate(las)]  # noqa: E731
+    runs = {("decomposition:ud", "cpu", "cpu"): [{"history": history(1.0, 50.0, 60.0)}, {"history": history(3.0, 54.0)}],
+            ("decomposition:ud", "random-init", "cpu"): [{"history": history(0.0, 40.0)}]}
+    curves = decomposition.dev_curves(runs)
+    assert curves["decomposition:ud"][("cpu", "cpu")] == [(0, 2.0, 2), (100, 52.0, 2), (200, 60.0, 1)]
+    assert curves["decomposition:ud"][("random-init", "cpu")] == [(0, 0.0, 1), (100, 40.0, 1)]
+    assert decomposition.draw_dev_curves({}, tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()
+
+    path = tmp_path / "cell.json"
+    steps = {}
+    for seed, las in ((1, (1.0, 50.0, 60.0)), (2, (3.0, 54.0))):
+        steps[f"ud_parser_s{seed}"] = {"type": "fake_ud_finetune", "las": 60.0, "seed": seed, "history": history(*las)}
+        steps[f"ud_parser_score_s{seed}"] = {"type": "score_cell", "finetuned": {"type": "ref", "ref": f"ud_parser_s{seed}"},
+                                             "table": "decomposition:ud", "row": "cpu", "column": "wolof", "scale": "cpu_x4", "seed": seed}
+    steps["cell"] = {"type": "aggregate_cell", "scores": [{"type": "ref", "ref": f"ud_parser_score_s{s}"} for s in (1, 2)]}
+    path.write_text(json.dumps({"steps": steps}))
+    workspace = LocalWorkspace(tmp_path / "ws")
+    _run(path, workspace)
+    monkeypatch.setattr(decomposition, "files", lambda: [path])
+    figure = decomposition.dev_curve_figure(workspace.dir, tmp_path / "curves" / "decomposition.png")
+    assert figure is not None and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    cached = decomposition.dev_curves(decomposition._finetune_runs(decomposition._grid_graphs(workspace.dir, None), workspace.dir))
+    assert cached == {"decomposition:ud": {("cpu", "cpu_x4"): [(0, 2.0, 2), (100, 52.0, 2), (200, 60.0, 1)]}}
+
+
 def test_decomposition_files_cover_the_grid():
     names = {p.name for p in decomposition.files()}
     expected = {f"wolof_{e.replace('-', '_')}_{r}.jsonnet" for e in decomposition.ENCODERS for r in decomposition.REGIMES}
