@@ -70,7 +70,7 @@ def test_dev_curves_average_each_cells_seeds_and_the_figure_is_drawn_from_the_ca
     for seed, las in ((1, (1.0, 50.0, 60.0)), (2, (3.0, 54.0))):
         steps[f"ud_parser_s{seed}"] = {"type": "fake_ud_finetune", "las": 60.0, "seed": seed, "history": history(*las)}
         steps[f"ud_parser_score_s{seed}"] = {"type": "score_cell", "finetuned": {"type": "ref", "ref": f"ud_parser_s{seed}"},
-                                             "table": "decomposition:ud", "row": "cpu", "column": "wolof", "scale": "cpu_x4", "seed": seed}
+                                             "table": "decomposition:ud", "row": "cpu", "column": "wolof", "scale": "cpu_x2", "seed": seed}
     steps["cell"] = {"type": "aggregate_cell", "scores": [{"type": "ref", "ref": f"ud_parser_score_s{s}"} for s in (1, 2)]}
     path.write_text(json.dumps({"steps": steps}))
     workspace = LocalWorkspace(tmp_path / "ws")
@@ -79,7 +79,7 @@ def test_dev_curves_average_each_cells_seeds_and_the_figure_is_drawn_from_the_ca
     figure = decomposition.dev_curve_figure(workspace.dir, tmp_path / "curves" / "decomposition.png")
     assert figure is not None and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     cached = decomposition.dev_curves(decomposition._finetune_runs(decomposition._grid_graphs(workspace.dir, None), workspace.dir))
-    assert cached == {"decomposition:ud": {("cpu", "cpu_x4"): [(0, 2.0, 2), (100, 52.0, 2), (200, 60.0, 1)]}}
+    assert cached == {"decomposition:ud": {("cpu", "cpu_x2"): [(0, 2.0, 2), (100, 52.0, 2), (200, 60.0, 1)]}}
 
 
 def test_decomposition_files_cover_the_grid():
@@ -88,9 +88,9 @@ def test_decomposition_files_cover_the_grid():
     assert names == expected
 
 
-def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x4_changes_only_the_length():
+def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes_only_the_length():
     """A cpu-regime cell runs nothing but its score cells on top of benchmarks/seeds' fine-tunings;
-    cpu_x4 shares everything upstream of fine-tuning and changes epochs and patience alone, for
+    cpu_x2 shares everything upstream of fine-tuning and changes epochs and patience alone, for
     UD and NER (one factor at a time)."""
     from tango.common import Params
     from tango.step_graph import StepGraph
@@ -103,16 +103,16 @@ def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x4_changes
 
     seeds = graph("benchmarks/seeds/wolof_m_5seeds.jsonnet")
     cpu = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu.jsonnet")
-    longer = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu_x4.jsonnet")
+    longer = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu_x2.jsonnet")
     for name in seeds:
         if "_score_s" not in name and name != "cell" and not name.endswith("_cell"):
             assert cpu[name].unique_id == seeds[name].unique_id, name
     for task in ("ud_parser", "ner"):
-        base, four = cpu[f"{task}_s42"], longer[f"{task}_s42"]
-        assert four.unique_id != base.unique_id
-        assert four.kwargs["encoder"].unique_id == base.kwargs["encoder"].unique_id
-        changed = {k for k, v in vars(four.kwargs["config"]).items() if vars(base.kwargs["config"])[k] != v}
+        base, longer_run = cpu[f"{task}_s42"], longer[f"{task}_s42"]
+        assert longer_run.unique_id != base.unique_id
+        assert longer_run.kwargs["encoder"].unique_id == base.kwargs["encoder"].unique_id
+        changed = {k for k, v in vars(longer_run.kwargs["config"]).items() if vars(base.kwargs["config"])[k] != v}
         assert changed == {"epochs", "patience"} - ({"patience"} if base.kwargs["config"].patience == 20 else set())
-        assert four.kwargs["config"].epochs == 4 * base.kwargs["config"].epochs
+        assert longer_run.kwargs["config"].epochs == 2 * base.kwargs["config"].epochs
     assert sorted(n for n in longer if "_score_s" in n) == [f"{t}_score_s{s}" for t in ("ner", "ud_parser") for s in (42, 43, 44)]
-    assert {longer[n].kwargs["scale"] for n in longer if "_score_s" in n} == {"cpu_x4"}
+    assert {longer[n].kwargs["scale"] for n in longer if "_score_s" in n} == {"cpu_x2"}

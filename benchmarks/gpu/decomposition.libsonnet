@@ -5,7 +5,7 @@
 //            long         the same rows, 20,000 steps × 256 (long_pretraining.libsonnet)
 //            paper        the whole 34k-sentence corpus, SPEC §G: 62,500 steps × 256 (paper_scale.libsonnet)
 //   regime   cpu          the cpu scale's: 2×200 BiLSTM, 20 epochs of the train split, raised rates
-//            cpu_x4       ours: the cpu regime 4× as long (80 epochs, patience 20); 3 seeds, 2-core cells
+//            cpu_x2       ours: the cpu regime twice as long (40 epochs, patience 20); 3 seeds, 2-core cells
 //            paper_tenth  ours, a stand-in: the paper's head and rates, 30 epochs of 200 batches, patience 10
 //            paper        SPEC §H: 3×400 BiLSTM, up to 300 epochs of 200 batches, patience 50
 // Each fine-tuning step is the cache entry of the file it comes from (benchmarks/seeds, gpu/*): only
