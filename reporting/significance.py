@@ -55,11 +55,15 @@ def per_seed(result: dict) -> Optional[Dict[int, float]]:
     return dict(zip(seeds, values))
 
 
-def paired_difference(condition: dict, baseline: dict) -> Difference:
-    """condition − baseline over the seeds both cells were fine-tuned with."""
+def paired_difference(condition: dict, baseline: dict, shared_only: bool = False) -> Difference:
+    """condition − baseline over the seeds both cells were fine-tuned with (``shared_only``: over
+    the seeds they share, when one cell has more)."""
     ours, base = per_seed(condition), per_seed(baseline)
     if ours is None or base is None:
         return Difference(None, None, 0, "per-seed values not recorded")
+    if shared_only and set(ours) & set(base):
+        ours = {seed: value for seed, value in ours.items() if seed in base}
+        base = {seed: value for seed, value in base.items() if seed in ours}
     if set(ours) != set(base):
         return Difference(None, None, 0, f"unpaired seeds ({' '.join(map(str, sorted(ours)))} vs {' '.join(map(str, sorted(base)))})")
     differences = [ours[seed] - base[seed] for seed in sorted(ours)]
