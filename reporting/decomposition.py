@@ -148,20 +148,22 @@ def _grid_graphs(workspace_dir: Path, graphs: Optional[Sequence[FileGraph]]) -> 
     return [g for g in (load_graphs(paths, workspace_dir) if graphs is None else graphs) if g.path in wanted]
 
 
-def dev_curve_figure(workspace_dir: Path, path: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Optional[Path]:
-    """Draw every cached cell's dev curve (``draw_dev_curves``) to ``path``; None when none is cached
-    (a committed figure is then left as it was)."""
-    return draw_dev_curves(_finetune_runs(_grid_graphs(workspace_dir, graphs), workspace_dir), path)
+def finetune_runs(workspace_dir: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Dict[Tuple[str, str, str], List[dict]]:
+    """Every cached fine-tuning of the grid's cells (``_finetune_runs``), for ``decomposition_cells``
+    and ``draw_dev_curves`` to share one read of the metrics files."""
+    return _finetune_runs(_grid_graphs(workspace_dir, graphs), workspace_dir)
 
 
 def decomposition_cells(workspace_dir: Path, graphs: Optional[Sequence[FileGraph]] = None,
-                        keep_record: bool = True) -> Tuple[List[Cell], Dict]:
+                        keep_record: bool = True, runs: Optional[Dict[Tuple[str, str, str], List[dict]]] = None) -> Tuple[List[Cell], Dict]:
     """The grid's cells (cached, else the record's when ``keep_record``) and the fine-tuning effort
-    {(table, encoder, regime): (steps run, best epoch)} (cache, else record)."""
+    {(table, encoder, regime): (steps run, best epoch)} (cache, else record); ``runs``: the grid's
+    fine-tunings when the caller has read them already (``finetune_runs``)."""
     paths = files()
     graphs = _grid_graphs(workspace_dir, graphs)
     cells, _ = collect_cells(paths, workspace_dir, graphs)
-    effort = {key: value + (False,) for key, value in _finetune_effort(_finetune_runs(graphs, workspace_dir)).items()}
+    runs = _finetune_runs(graphs, workspace_dir) if runs is None else runs
+    effort = {key: value + (False,) for key, value in _finetune_effort(runs).items()}
     if keep_record:
         cells = merge_record(cells, record_cells(DOCS, pattern=f"{RECORD}.csv"))
         for (table, encoder, regime), value in recorded_effort().items():

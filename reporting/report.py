@@ -308,11 +308,12 @@ def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph], curv
     with ``curves_dir``, the cells' dev curves drawn there (kept when this cache has none) and linked."""
     from reporting import decomposition
 
-    cells, effort = decomposition.decomposition_cells(workspace_dir, graphs)
+    runs = decomposition.finetune_runs(workspace_dir, graphs)  # read once: the grid's effort and the figure
+    cells, effort = decomposition.decomposition_cells(workspace_dir, graphs, runs=runs)
     text = decomposition.markdown(cells, effort)
     if curves_dir is not None:
         figure = Path(curves_dir) / "wolof_decomposition_dev_curves.png"
-        decomposition.dev_curve_figure(workspace_dir, figure, graphs)
+        decomposition.draw_dev_curves(runs, figure)  # None, the committed figure kept, when nothing is cached
         if figure.exists():
             link = figure.resolve().relative_to(Path(report_dir or workspace_dir).resolve()).as_posix()
             text += f"\nDev score while fine-tuning, mean over each cell's seeds (the paper's µB-M dotted):\n\n![decomposition dev curves]({link})\n"

@@ -81,9 +81,10 @@ def test_dev_curves_average_each_cells_seeds_and_the_figure_is_drawn_from_the_ca
     workspace = LocalWorkspace(tmp_path / "ws")
     _run(path, workspace)
     monkeypatch.setattr(decomposition, "files", lambda: [path])
-    figure = decomposition.dev_curve_figure(workspace.dir, tmp_path / "curves" / "decomposition.png")
+    runs = decomposition.finetune_runs(workspace.dir)
+    figure = decomposition.draw_dev_curves(runs, tmp_path / "curves" / "decomposition.png")
     assert figure is not None and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    cached = decomposition.dev_curves(decomposition._finetune_runs(decomposition._grid_graphs(workspace.dir, None), workspace.dir))
+    cached = decomposition.dev_curves(runs)
     assert cached == {"decomposition:ud": {("cpu", "cpu_x2"): [(0, 2.0, 2), (100, 52.0, 2), (200, 60.0, 1)]}}
 
 
@@ -110,7 +111,7 @@ def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes
     cpu = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu.jsonnet")
     longer = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu_x2.jsonnet")
     for name in seeds:
-        if "_score_s" not in name and name != "cell" and not name.endswith("_cell"):
+        if "_score_s" not in name and not name.endswith("_cell"):
             assert cpu[name].unique_id == seeds[name].unique_id, name
     for task in ("ud_parser", "ner"):
         base, longer_run = cpu[f"{task}_s42"], longer[f"{task}_s42"]
