@@ -516,18 +516,28 @@ def related_rows(cells: Sequence[Cell], scale: str, tables: Sequence[str]) -> Li
     return [r for r in ("M", "random-init") if r in found] + sorted(found - {"M", "random-init"})
 
 
+# The seed papers' related experiments are on Wolof (issue 18); other languages get a column once
+# one of their cells is cached, so an empty table is one language wide, not five.
+RELATED_DEFAULT_LANGUAGES = ("wolof",)
+
+
 def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS, title: str = "") -> str:
     tables = [table for table, _ in columns]
     by_key = {(c.table, c.row, c.column): c for c in cells if c.scale == scale and c.table in tables}
-    languages = sorted({c.column for c in cells if c.scale == scale and c.table in tables})
+    languages = sorted({c.column for c in by_key.values() if c.result is not None}) or list(RELATED_DEFAULT_LANGUAGES)
     rows = related_rows(cells, scale, tables)
     header = "| model | " + " | ".join(f"{short_title(lang)} {name}" for lang in languages for _, name in columns)
-    lines = [f"### {title} — {scale} scale", "", header + " | seed paper's finding |",
-             "|---|" + "---|" * (len(languages) * len(columns) + 1)]
+    lines = [f"### {title} — {scale} scale", "", header + " |", "|---|" + "---|" * (len(languages) * len(columns))]
     for row in rows:
         texts = [_cell_text(by_key.get((table, row, lang))) for lang in languages for table, _ in columns]
-        finding = SEED_FINDINGS.get(_related_family(row) or "", "")
-        lines.append(f"| {_row_title(row)} | " + " | ".join(texts) + f" | {finding} |")
+        lines.append(f"| {_row_title(row)} | " + " | ".join(texts) + " |")
+    if not any(cell.result for cell in by_key.values()):
+        lines += ["", "— not in this cache (not run yet, or run with another config)."]
+    families = list(dict.fromkeys(f for f in map(_related_family, rows) if f in SEED_FINDINGS))
+    if families:
+        lines += ["", "What each seed paper found, for comparison:", ""]
+        lines += [f"- {', '.join(_row_title(r) for r in rows if _related_family(r) == family)}: {SEED_FINDINGS[family]}"
+                  for family in families]
     deltas = []
     for row in rows:
         if row == "M":

@@ -173,3 +173,21 @@ def test_agreement_table_shows_its_cells_beside_the_tg_papers_finding(tmp_path):
     rows = {line.split("|")[1].strip(): line for line in markdown.splitlines() if line.startswith("| ")}
     assert "62.00 ± 2.00" in rows["TG"] and "59.00 ± 1.73" in rows["TXL (trees)"] and "—" in rows["TXL (terminals)"]
     assert "Wolof" not in markdown and "TG 82.5 ± 1.6 > TXL (trees) 80.2 ± 1.6" in markdown
+
+
+def test_related_table_shows_languages_with_results_and_each_finding_once():
+    """The related-biases table is Wolof-only while no other language has a cell, and each seed
+    paper's finding is written once under the table, naming its rows, not repeated per row."""
+    def cell(table, row, language, value=None):
+        result = None if value is None else {"seeds": [42, 43], "n": 2, "test": {"mean": value, "sd": 1.0, "values": [value - 1, value + 1]}}
+        return tables.Cell(table, "cpu", row, language, result)
+
+    empty = [cell("related:ud", row, language) for row in ("M", "M-A5", "M-A9", "C5") for language in ("wolof", "maltese")]
+    text = tables.related_markdown(empty, "cpu", title="Related")
+    assert "Maltese" not in text and "| model | Wolof UD LAS | Wolof NER F1 | Wolof MLM acc. |" in text
+    assert "not in this cache" in text
+    assert text.count("NLM-A:") == 1 and "- µB-M-A5, µB-M-A9: Edman et al. (seed 003)" in text
+    filled = empty + [cell("related:ud", "M", "maltese", 80.0), cell("related:ud", "M-A5", "maltese", 81.0)]
+    text = tables.related_markdown(filled, "cpu", title="Related")
+    assert "Wolof" not in text and "| µB-M-A5 | 81.00 ± 1.00 | — | — |" in text
+    assert "| µB-M-A5 | Maltese UD LAS | +1.00 " in text and "not in this cache" not in text
