@@ -16,6 +16,9 @@ DATA_ROOT = Path(os.environ["SIB_DATA_ROOT"]).resolve()
 # W&B tracking (steps.common.tracking) is off in tests, whatever the caller's environment says;
 # tests/test_tracking.py turns it on for itself. Subprocesses (tango run) inherit this.
 os.environ["SIB_WANDB"] = "off"
+# Subprocess timeouts guard against hangs, not speed (benchmarks hold those): a 2-core box that is also
+# running a campaign takes the smoke DAG past 10 minutes, so the guard is generous and overridable.
+SUBPROCESS_TIMEOUT_S = float(os.environ.get("SIB_TEST_SUBPROCESS_TIMEOUT_S", "1800"))
 if not (DATA_ROOT / "wolof" / "ud").is_dir():
     raise pytest.UsageError(f"test data not found under {DATA_ROOT}: set SIB_DATA_ROOT (e.g. ../shared/data)")
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SUBPROCESS_TIMEOUT_S
 import torch
 from tango.common import Params
 from tango.step_graph import StepGraph
@@ -155,7 +156,7 @@ def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path):
              "m = AutoModel.from_pretrained(sys.argv[1]).eval(); t = AutoTokenizer.from_pretrained(sys.argv[1])\n"
              "print(float(m(**t('Waaw , dama ko xam', return_tensors='pt')).last_hidden_state.sum()))\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    completed = subprocess.run([sys.executable, "-I", "-c", probe, str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    completed = subprocess.run([sys.executable, "-I", "-c", probe, str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert completed.returncode == 0, completed.stderr[-2000:]
     from steps.pretrain.encoders import load_encoder
 

@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from conftest import SUBPROCESS_TIMEOUT_S
+
 REPO = Path(__file__).resolve().parents[1]
 
 STEPS = '''
@@ -68,7 +70,7 @@ def test_two_runs_share_a_step_it_runs_once_and_both_finish(tmp_path):
         return subprocess.Popen(command, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT), log
 
     first, first_log = start("first")
-    deadline = time.monotonic() + 600  # tango startup is slow on a loaded machine
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S  # tango startup is slow on a loaded machine
     while not computed_log.exists():  # the first run is inside the shared step
         assert first.poll() is None and time.monotonic() < deadline, first_log.read_text()[-2000:]
         time.sleep(0.2)
@@ -77,7 +79,7 @@ def test_two_runs_share_a_step_it_runs_once_and_both_finish(tmp_path):
         assert second.poll() is None and time.monotonic() < deadline, second_log.read_text()[-2000:]
         time.sleep(0.2)
     release.touch()
-    assert first.wait(timeout=240) == 0 and second.wait(timeout=240) == 0
+    assert first.wait(timeout=SUBPROCESS_TIMEOUT_S) == 0 and second.wait(timeout=SUBPROCESS_TIMEOUT_S) == 0
     first_text, second_text = first_log.read_text(), second_log.read_text()
     assert len(computed_log.read_text().split()) == 1  # the shared step ran once
     assert 'Finished step "shared"' in first_text and 'Finished step "shared"' not in second_text

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SUBPROCESS_TIMEOUT_S
 
 from steps.parse.backends import CorpusParser, ParserBudget, attachment_scores, evaluate_parser, train_udpipe
 from steps.data.readers import read_conllu, write_conllu
@@ -20,7 +21,7 @@ def tango_run(config: Path, workspace: Path, env_overrides=None) -> subprocess.C
     env = dict(os.environ, **(env_overrides or {}))
     return subprocess.run(
         [sys.executable, "-m", "tango", "--settings", str(REPO / "tango.yml"), "run", str(config), "-w", str(workspace)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S,
     )
 
 
@@ -120,7 +121,7 @@ def test_smoke_cell_reuses_data_steps_and_tables_match_the_cache(smoke_workspace
     tables = subprocess.run(
         [sys.executable, "-m", "reporting.tables", "experiments/smoke/wolof_m.jsonnet", "experiments/smoke/wolof_mx.jsonnet",
          "--workspace", str(workspace), "--out", str(out), "--scale", "smoke"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S,
     )
     assert tables.returncode == 0, tables.stdout[-2000:] + tables.stderr[-2000:]
     assert "4 table cells: 2 cached, 2 not cached" in tables.stdout  # UD + NER for each of M and MX

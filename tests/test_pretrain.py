@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from conftest import SUBPROCESS_TIMEOUT_S
 import torch
 from tango.workspaces import LocalWorkspace
 
@@ -203,7 +204,7 @@ def test_a_step_that_hangs_dumps_every_threads_traceback():
         watch.stop()
         time.sleep(0.8)  # stopped: no further dump
     """)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert run.returncode == 0, run.stderr
     assert run.stderr.count("Timeout (0:00:00.500000)!") == 2
     assert 'line 6 in <module>' in run.stderr and "line 8" not in run.stderr
