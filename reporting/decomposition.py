@@ -245,7 +245,7 @@ def markdown(cells: Sequence[Cell], effort: Dict) -> str:
 def to_csv(cells: Sequence[Cell], effort: Dict) -> str:
     """The record: the tables' CSV fields (reporting.tables.record_cells reads it back) plus steps run
     and best epoch."""
-    from reporting.tables import CSV_FIELDS
+    from reporting.tables import CSV_FIELDS, dev_values_text
 
     out = io.StringIO()
     writer = csv.writer(out)
@@ -257,7 +257,7 @@ def to_csv(cells: Sequence[Cell], effort: Dict) -> str:
         row = {"table": table, "scale": regime, "row": encoder, "column": "wolof", "ours_mean": number(test["mean"]),
                "ours_sd": number(test["sd"]), "seeds": " ".join(map(str, cell.result["seeds"])),
                "test_values": " ".join(f"{v:.4f}" for v in test.get("values") or []),
-               "source": "record" if cell.recorded else "cache", "steps_run": number(steps), "best_epoch": number(best)}
+               "source": "record" if cell.recorded else "cache", "dev_values": dev_values_text(cell.result), "steps_run": number(steps), "best_epoch": number(best)}
         writer.writerow([row.get(field, "") for field in CSV_FIELDS + EXTRA_FIELDS])
     return out.getvalue()
 

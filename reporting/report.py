@@ -149,8 +149,9 @@ def throughput_section(workspace: Workspace) -> str:
     for info in completed_steps(workspace, "ParseCorpus"):
         result = workspace.step_cache[info]
         stats = result["stats"]
-        rows.append((stats["parser"], len(result["train"]), stats["train_sentences_per_second"], stats["train_tokens_per_second"]))
-    return markdown_table(["parser", "train sentences parsed", "sentences/s", "tokens/s"], rows)
+        rows.append((language_of(workspace, info), stats["parser"], len(result["train"]),
+                     stats["train_sentences_per_second"], stats["train_tokens_per_second"]))
+    return markdown_table(["language", "parser", "train sentences parsed", "sentences/s", "tokens/s"], rows)
 
 
 def language_of(workspace: Workspace, info: StepInfo) -> str:
@@ -399,7 +400,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
 RECORD_ROW_KEYS = {
     "Unlabeled corpora (paper Table 1)": ("language", "documents", "train tokens (whitespace)", "train sentences used"),
     "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)": ("language", "backend"),
-    "Corpus parse throughput": ("parser", "train sentences parsed"),
+    "Corpus parse throughput": ("language", "parser", "train sentences parsed"),
     "Pretraining": ("language", "condition", "steps", "batch", "train rows"),
     "Fine-tuning runs (one per task, encoder and seed)": ("scale", "table", "row", "column", "seed"),
     "Seed noise": ("table", "row", "column", "scale"),
@@ -478,8 +479,30 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str]) -> 
     return "\n".join(lines).rstrip("\n") + f"\n\n{KEPT_NOTE}\n"
 
 
-def keep_record(report: str, recorded: str) -> str:
-    """The report with the committed report's rows that this cache lacks (RECORD_ROW_KEYS)."""
+# Sections of figures: a committed figure this cache does not redraw is kept, if its file still is.
+RECORD_FIGURES = ("Training curves",)
+KEPT_FIGURES_NOTE = f"{KEPT} Drawn from an earlier cache, not redrawn from this one (the committed figures, kept):"
+
+
+def _figure_target(line: str) -> str:
+    return line[line.index("](") + 2:].rstrip().rstrip(")")
+
+
+def keep_recorded_figures(body: str, recorded: str, report_dir: Optional[Path]) -> str:
+    """``body`` plus the committed section's figure links that body lacks and whose file exists
+    under ``report_dir`` (none are kept without one)."""
+    drawn = {_figure_target(line) for line in body.splitlines() if line.startswith("![")}
+    kept = [line for line in recorded.splitlines() if line.startswith("![") and _figure_target(line) not in drawn
+            and report_dir is not None and (report_dir / _figure_target(line)).is_file()]
+    if not kept:
+        return body
+    body = "" if body.strip() == NOTHING.strip() else body.rstrip("\n") + "\n\n"
+    return body + KEPT_FIGURES_NOTE + "\n\n" + "\n".join(kept) + "\n"
+
+
+def keep_record(report: str, recorded: str, report_dir: Optional[Path] = None) -> str:
+    """The report with the committed report's rows that this cache lacks (RECORD_ROW_KEYS), and
+    its figures that this cache does not redraw (RECORD_FIGURES; files under ``report_dir``)."""
     old = report_sections(recorded)
     head, *parts = report.split("\n## ")
     out = [head]
@@ -488,6 +511,8 @@ def keep_record(report: str, recorded: str) -> str:
         if title.strip() in RECORD_ROW_KEYS and title.strip() in old:
             body = keep_recorded_rows(body.lstrip("\n"), old[title.strip()], RECORD_ROW_KEYS[title.strip()])
             body = "\n" + body
+        elif title.strip() in RECORD_FIGURES and title.strip() in old:
+            body = "\n" + keep_recorded_figures(body.lstrip("\n"), old[title.strip()], report_dir)
         out.append(f"{title}\n{body}")
     return "\n## ".join(out)
 
@@ -506,7 +531,7 @@ def main(argv=None) -> int:
     report = build_report(workspace, Path(args.workspace).resolve(), keep_record=args.update_docs,
                           curves_dir=output.parent / "curves", report_dir=output.parent)
     if args.update_docs and output.exists():
-        report = keep_record(report, output.read_text(encoding="utf-8"))
+        report = keep_record(report, output.read_text(encoding="utf-8"), output.parent)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report)
     print(report)

@@ -346,7 +346,13 @@ def to_latex(title: str, columns, table_rows) -> str:
 
 
 CSV_FIELDS = ["table", "scale", "row", "column", "ours_mean", "ours_sd", "seeds", "paper", "test_values", "source",
-              "delta_vs_m", "delta_ci95", "delta_seeds", "delta_note"]
+              "delta_vs_m", "delta_ci95", "delta_seeds", "delta_note", "dev_values"]
+
+
+def dev_values_text(result: Optional[Dict]) -> str:
+    """A cell's per-seed dev scores for the record, so a lost cache does not take them with it."""
+    values = ((result or {}).get("dev") or {}).get("values") or []
+    return " ".join("" if v is None else f"{v:.4f}" for v in values) if all(v is not None for v in values) else ""
 
 
 def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -> str:
@@ -365,7 +371,8 @@ def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -
                              " ".join(f"{v:.4f}" for v in result["test"].get("values") or []) if result else "",
                              ("record" if cell.recorded else "cache") if result else ("damaged" if cell and cell.damaged else ""),
                              number(delta.mean if delta else None), number(delta.half_width if delta else None),
-                             delta.n if delta and delta.mean is not None else "", delta.note if delta else ""])
+                             delta.n if delta and delta.mean is not None else "", delta.note if delta else "",
+                             dev_values_text(result)])
     return out.getvalue()
 
 
@@ -383,6 +390,9 @@ def record_cells(record_dir: Path, pattern: str = "*/*.csv") -> List[Cell]:
                 values = [float(line["ours_mean"])]  # one seed: its value is the mean
             sd = float(line["ours_sd"]) if line["ours_sd"] else None
             result = {"seeds": seeds, "n": len(seeds), "test": {"mean": float(line["ours_mean"]), "sd": sd, "values": values}}
+            dev = [float(v) for v in (line.get("dev_values") or "").split()]
+            if dev:
+                result["dev"] = {"mean": statistics.fmean(dev), "sd": statistics.stdev(dev) if len(dev) > 1 else 0.0, "values": dev}
             cells.append(Cell(line["table"], line["scale"], line["row"], line["column"], result, recorded=True))
     return cells
 

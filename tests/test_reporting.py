@@ -3,6 +3,7 @@ from the experiment graphs, and the paired 95 % interval is what a hand computat
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import shutil
 import statistics
@@ -172,6 +173,60 @@ def test_update_docs_keeps_the_report_rows_the_cache_lacks():
     wider = fresh.replace("| loss |", "| loss | official |").replace("|---|---|---|---|---|---|", "|---|---|---|---|---|---|---|", 1) \
         .replace("5.80 |", "5.80 | 70.1 |")
     assert "| wolof † | M | 3000 | 64 | 11127 | 5.99 | — |" in report.keep_record(wider, recorded)
+
+
+def test_update_docs_keeps_the_figures_the_cache_does_not_redraw(tmp_path):
+    """A committed figure link this cache does not draw is kept under the † note if its PNG is still
+    there, dropped if it is not; a redrawn one is listed once; a second rewrite changes nothing."""
+    (tmp_path / "curves" / "cpu").mkdir(parents=True)
+    for name in ("wolof_ud_dev_las", "maltese_ud_dev_las"):
+        (tmp_path / "curves" / "cpu" / f"{name}.png").write_bytes(b"png")
+    recorded = "\n".join(["# Results", "", "## Training curves", "", "Drawn from the cache.", "",
+                           "![wolof_ud_dev_las](curves/cpu/wolof_ud_dev_las.png)",
+                           "![maltese_ud_dev_las](curves/cpu/maltese_ud_dev_las.png)",
+                           "![gone](curves/cpu/gone.png)", "", "## Pretraining step benchmark", "", "x", ""])
+    fresh = "\n".join(["# Results", "", "## Training curves", "", "Drawn from the cache.", "",
+                        "![maltese_ud_dev_las](curves/cpu/maltese_ud_dev_las.png)", "", "## Pretraining step benchmark", "", "x", ""])
+    merged = report.keep_record(fresh, recorded, tmp_path)
+    curves = report.report_sections(merged)["Training curves"].splitlines()
+    assert curves.count("![maltese_ud_dev_las](curves/cpu/maltese_ud_dev_las.png)") == 1
+    assert report.KEPT_FIGURES_NOTE in curves
+    assert curves.index("![wolof_ud_dev_las](curves/cpu/wolof_ud_dev_las.png)") > curves.index(report.KEPT_FIGURES_NOTE)
+    assert not any("gone" in line for line in curves)
+    assert report.keep_record(merged, merged, tmp_path) == merged
+    # An empty cache keeps the record's figures in place of its placeholder; without a folder, none.
+    empty = fresh.replace("Drawn from the cache.\n\n![maltese_ud_dev_las](curves/cpu/maltese_ud_dev_las.png)\n", report.NOTHING)
+    kept = report.report_sections(report.keep_record(empty, recorded, tmp_path))["Training curves"]
+    assert report.NOTHING.strip() not in kept and "wolof_ud_dev_las" in kept and "maltese_ud_dev_las" in kept
+    assert report.keep_record(empty, recorded) == empty
+
+
+def test_the_record_keeps_each_seeds_dev_score(tmp_path):
+    """The tables' CSV carries the per-seed dev scores, so a cell read back from the record (its
+    cache lost) still has its dev mean and sd, as the scoring step computed them."""
+    cell = tables.Cell("table2", "cpu", "M", "wolof", {
+        "seeds": [42, 43, 44], "n": 3, "test": {"mean": 68.0, "sd": 1.0, "values": [67.0, 68.0, 69.0]},
+        "dev": {"mean": 70.0, "sd": 2.0, "values": [68.0, 70.0, 72.0]}})
+    columns, table_rows = tables.build_table("table2", "cpu", [cell], json.loads(tables.PAPER_TABLES.read_text()))
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "table2.csv").write_text(tables.to_csv("table2", "cpu", columns, table_rows, [cell]))
+    (back,) = tables.record_cells(tmp_path)
+    assert back.recorded and back.result["dev"]["values"] == [68.0, 70.0, 72.0]
+    assert back.result["dev"]["mean"] == pytest.approx(70.0) and back.result["dev"]["sd"] == pytest.approx(2.0)
+    assert back.result["test"]["values"] == [67.0, 68.0, 69.0]
+
+
+def test_throughput_rows_are_named_by_language():
+    """Two languages' corpus parses of the same size are two rows of record, not one."""
+    assert report.RECORD_ROW_KEYS["Corpus parse throughput"][0] == "language"
+    recorded = "\n".join(["# Results", "", "## Corpus parse throughput", "",
+                           "| parser | train sentences parsed | sentences/s | tokens/s |", "|---|---|---|---|",
+                           "| stanza | 10000 | 32.54 | 536.04 |", ""])
+    fresh = "\n".join(["# Results", "", "## Corpus parse throughput", "",
+                        "| language | parser | train sentences parsed | sentences/s | tokens/s |", "|---|---|---|---|---|",
+                        "| maltese | stanza | 10000 | 107.36 | 1500.49 |", ""])
+    rows = report.report_sections(report.keep_record(fresh, recorded))["Corpus parse throughput"].splitlines()
+    assert "| maltese | stanza | 10000 | 107.36 | 1500.49 |" in rows and "| — † | stanza | 10000 | 32.54 | 536.04 |" in rows
 
 
 def test_a_corpus_variant_is_named_beside_its_language():
