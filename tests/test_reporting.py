@@ -229,6 +229,26 @@ def test_throughput_rows_are_named_by_language():
     assert "| maltese | stanza | 10000 | 107.36 | 1500.49 |" in rows and "| — † | stanza | 10000 | 32.54 | 536.04 |" in rows
 
 
+def test_corpus_parser_against_fine_tuned_encoder(tmp_path):
+    """The corpus parser's test LAS comes from the committed report when this cache has no corpus
+    parser (stanza rows only, † stripped); each language with a µB-M cell gets one row, with µB-M
+    minus the corpus parser and the paper's µB-M beside it."""
+    recorded = "\n".join(["# Results", "", f"## {report.CORPUS_PARSERS}", "", "note", "",
+                           "| language | backend | dev LAS | test LAS |", "|---|---|---|---|",
+                           "| wolof † | stanza | 70.81 | 71.99 |", "| wolof † | udpipe | 69.38 | 70.15 |",
+                           "| maltese | stanza | 76.03 | 74.31 |", "", "## Pretraining", "", "x", ""])
+    las = report.corpus_parser_las(LocalWorkspace(tmp_path / "ws"), recorded)
+    assert las == {"wolof": 71.99, "maltese": 74.31}
+    result = lambda values: {"seeds": list(range(len(values))), "n": len(values),  # noqa: E731
+                             "test": {"mean": statistics.fmean(values), "sd": statistics.stdev(values), "values": values}}
+    cells = [tables.Cell("table2", "cpu", "M", "wolof", result([68.0, 69.0]), recorded=True),
+             tables.Cell("table2", "cpu", "random-init", "wolof", result([67.0, 67.0])),
+             tables.Cell("table2", "paper", "M", "maltese", result([80.0, 80.0]))]  # another scale: no Maltese row
+    rows = [line for line in report.parser_against_encoder_section(cells, las).splitlines() if line.startswith("| ")]
+    assert rows[1:] == ["| wolof | 71.99 | 68.50 ± 0.71 † | -3.49 | 67.00 ± 0.00 | 77.71 |"]
+    assert report.parser_against_encoder_section(cells[2:], las) == report.NOTHING
+
+
 def test_a_corpus_variant_is_named_beside_its_language():
     """Report rows of the leak-free Coptic corpus parser and pretraining name the corpus folder."""
     from types import SimpleNamespace
