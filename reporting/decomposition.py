@@ -8,6 +8,7 @@ difference over the fine-tuning seeds the two cells share.
 The factors, one at a time:
 
 * pretraining at all: cpu µBERT − random-init (same vocabulary, same fine-tuning);
+* position embeddings: cpu_relpos − cpu (SPEC §C's relative_key_query against stock BERT's absolute ones);
 * pretraining compute: long − cpu (the same 11k rows, 27× the rows seen);
 * the paper's pretraining: paper − long (the whole 34k-sentence corpus, SPEC §G's 62,500 × 256);
 * the fine-tuning regime, for each encoder: cpu_x2 − cpu (length alone), paper_tenth − cpu and
@@ -36,12 +37,13 @@ from steps.evaluate.scoring import format_mean_sd
 FOLDER = REPO / "benchmarks" / "gpu" / "decomposition"
 RECORD = "decomposition"  # the file stem
 DOCS = REPO / "docs" / "decomposition"  # the committed record (not under docs/tables: its cells are no paper table's)
-ENCODERS = ("random-init", "cpu", "long", "paper")
+ENCODERS = ("random-init", "cpu", "cpu_relpos", "long", "paper")
 REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper")
 TASKS = {"decomposition:ud": ("UD", "test LAS"), "decomposition:ner": ("NER", "test F1")}
 PAPER = {"decomposition:ud": 77.71, "decomposition:ner": 83.40}  # the paper's Wolof µB-M (Tables 2, 3)
 FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes each regime / encoder
     ("pretraining at all (cpu − random-init)", ("cpu", "*"), ("random-init", "*")),
+    ("the reference's relative positions, not absolute ones (cpu_relpos − cpu)", ("cpu_relpos", "*"), ("cpu", "*")),
     ("27× the pretraining rows (long − cpu)", ("long", "*"), ("cpu", "*")),
     ("the paper's corpus and schedule (paper − long)", ("paper", "*"), ("long", "*")),
     ("fine-tuning twice as long, 40 epochs (cpu_x2 − cpu regime)", ("*", "cpu_x2"), ("*", "cpu")),
@@ -236,8 +238,8 @@ def markdown(cells: Sequence[Cell], effort: Dict) -> str:
         lines += ["", "† not in the cache that wrote this: the committed record's value (docs/decomposition/), kept."]
     files_text = ", ".join(f"`{p.name}`" for p in files()[:2])
     lines += ["", f"Cells: `tango run benchmarks/gpu/decomposition/<file>` ({len(files())} files, e.g. {files_text}; "
-              "benchmarks/gpu/decomposition.libsonnet says what each encoder and regime is); the cpu-regime cells of "
-              "random-init and cpu fit the 2-core machine (so do their cpu_x2 cells, about 15 min a seed), the rest is the GPU campaign's "
+              "benchmarks/gpu/decomposition.libsonnet says what each encoder and regime is); the random-init, cpu and cpu_relpos "
+              "cells of the cpu, cpu_x2 and paper_tenth regimes fit the 2-core machine, the rest is the GPU campaign's "
               "(`python benchmarks/gpu/campaign.py finetune --files benchmarks/gpu/decomposition/...`)."]
     return "\n".join(lines) + "\n"
 

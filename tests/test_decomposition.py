@@ -122,3 +122,32 @@ def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes
         assert longer_run.kwargs["config"].epochs == 2 * base.kwargs["config"].epochs
     assert sorted(n for n in longer if "_score_s" in n) == [f"{t}_score_s{s}" for t in ("ner", "ud_parser") for s in (42, 43, 44)]
     assert {longer[n].kwargs["scale"] for n in longer if "_score_s" in n} == {"cpu_x2"}
+
+
+def test_cpu_relpos_changes_only_the_pretrained_positions():
+    """One factor: the cpu_relpos cell shares every step upstream of pretraining with the cpu cell,
+    pretrains with the same settings but SPEC §C's relative_key_query positions, and fine-tunes
+    and scores the same way."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+    from reporting.tables import REPO
+
+    def graph(path):
+        return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
+
+    cpu = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu.jsonnet")
+    relpos = graph("benchmarks/gpu/decomposition/wolof_cpu_relpos_cpu.jsonnet")
+    assert set(cpu) == set(relpos)
+    for name in ("corpus", "corpus_parser", "parsed_corpus", "tokenizer", "pretraining_data"):
+        assert relpos[name].unique_id == cpu[name].unique_id, name
+    base, changed = cpu["pretrained_model"].kwargs, relpos["pretrained_model"].kwargs
+    assert relpos["pretrained_model"].unique_id != cpu["pretrained_model"].unique_id
+    assert base["model"] == {} and changed["model"] == {"position_embedding_type": "relative_key_query"}
+    same = lambda a, b: a.unique_id == b.unique_id if hasattr(a, "unique_id") else (vars(a) == vars(b) if hasattr(a, "__dict__") else a == b)  # noqa: E731
+    assert set(base) == set(changed) and all(same(base[k], changed[k]) for k in base if k != "model")
+    for task in ("ud_parser", "ner"):
+        assert vars(relpos[f"{task}_s42"].kwargs["config"]) == vars(cpu[f"{task}_s42"].kwargs["config"])
+        assert relpos[f"{task}_s42"].kwargs["encoder"].unique_id == relpos["pretrained_model"].unique_id
+    assert {relpos[n].kwargs["row"] for n in relpos if "_score_s" in n} == {"cpu_relpos"}

@@ -2,6 +2,8 @@
 // file, so each factor's effect is a paired difference (same fine-tuning seeds) between two files.
 //   encoder  random-init  no pretraining (the cpu cell's vocabulary)
 //            cpu          experiments/wolof_m.jsonnet's µBERT: 3,000 steps × 64 rows of a 10k-sentence corpus
+//            cpu_relpos   the cpu µBERT with the reference's positions (SPEC §C: relative_key_query, no
+//                         absolute embeddings) instead of stock BERT's absolute ones; a 2-core cell
 //            long         the same rows, 20,000 steps × 256 (long_pretraining.libsonnet)
 //            paper        the whole 34k-sentence corpus, SPEC §G: 62,500 steps × 256 (paper_scale.libsonnet)
 //   regime   cpu          the cpu scale's: 2×200 BiLSTM, 20 epochs of the train split, raised rates
@@ -15,7 +17,12 @@ local lib = import "../../configs/lib.libsonnet";
 local long = import "long_pretraining.libsonnet";
 local paper = import "paper_scale.libsonnet";
 
-local encoders = ["random-init", "cpu", "long", "paper"];
+local encoders = ["random-init", "cpu", "cpu_relpos", "long", "paper"];
+// What cpu_relpos changes in the cpu µBERT (a model field, so only its pretraining and what follows re-key).
+local relative_positions(cell) = { steps: std.mapWithKey(
+  function(name, step) if step.type == "pretrain_microbert" then step + { model+: { position_embedding_type: "relative_key_query" } } else step,
+  cell.steps
+) };
 
 function(encoder, regime, seeds=[42, 43, 44, 45, 46])
   assert std.member(encoders, encoder) : "unknown encoder " + encoder + "; known: " + std.join(", ", encoders);
@@ -24,6 +31,7 @@ function(encoder, regime, seeds=[42, 43, 44, 45, 46])
     else paper.with_regime(
       if encoder == "random-init" then lib.random_init_experiment("wolof", "cpu", seeds=seeds)
       else if encoder == "cpu" then lib.experiment("wolof", "M", "cpu", seeds=seeds)
+      else if encoder == "cpu_relpos" then relative_positions(lib.experiment("wolof", "M", "cpu", seeds=seeds))
       else long("M", seeds),
       regime
     );
