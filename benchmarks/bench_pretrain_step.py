@@ -13,11 +13,17 @@ timings, since a shared box slows every row alike but not every run alike.
 
     python benchmarks/bench_pretrain_step.py --steps 10 --json /tmp/bench.json
 
-On a GPU (issue 14's speed levers: bf16 autocast, fused AdamW), every combination asked for runs
-as its own row, e.g. "µB-M [bf16, fused]"; each timed step waits for the device to finish:
+On a GPU (issue 14's speed levers: bf16 autocast, fused AdamW, torch.compile of the encoder),
+every combination asked for runs as its own row, e.g. "µB-M [bf16, fused]" or
+"µB-M [bf16, fused, compile reduce-overhead]"; each timed step waits for the device to finish:
 
-    python benchmarks/bench_pretrain_step.py --device cuda --batch-size 256 --length 64 \
-        --conditions M MXPT-SLA --precision fp32 bf16 --optimizer default fused --json OUT.json
+    python benchmarks/bench_pretrain_step.py --device cuda --batch-size 256 --length 64 --steps 30 --warmup 5 \
+        --conditions M MXPT-SLA --precision fp32 bf16 --optimizer default fused \
+        --compile none reduce-overhead --json OUT.json
+
+A compiled row compiles the encoder as `pretrain_microbert` does (`compile_module`: dynamic
+sequence length) during its warm-up steps, which are not timed. Rows that differ only in the
+optimizer compile the same encoder graph, which Inductor's on-disk cache serves the second time.
 """
 
 from __future__ import annotations
@@ -170,10 +176,18 @@ def make_soft_label_step(model, optimizer, batch: dict, trigram, candidates, aut
     return step
 
 
-def lever_variants(precisions, optimizers):
-    """(row-name suffix, precision, fused) for every combination; the plain one keeps the bare name."""
-    return [("" if (precision, optimizer) == ("fp32", "default") else f" [{precision}, {optimizer}]", precision, optimizer == "fused")
-            for precision in precisions for optimizer in optimizers]
+def lever_variants(precisions, optimizers, compile_modes=("none",)):
+    """(row-name suffix, precision, fused, compile mode or None) for every combination; the plain one
+    keeps the bare name, and an eager row the two-lever name it always had."""
+    variants = []
+    for precision in precisions:
+        for optimizer in optimizers:
+            for mode in compile_modes:
+                levers = [precision, optimizer] + ([] if mode == "none" else [f"compile {mode}"])
+                plain = (precision, optimizer, mode) == ("fp32", "default", "none")
+                variants.append(("" if plain else f" [{', '.join(levers)}]", precision, optimizer == "fused",
+                                 None if mode == "none" else mode))
+    return variants
 
 
 def main(argv=None) -> None:
@@ -191,12 +205,16 @@ def main(argv=None) -> None:
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"], help="µB rows in each")
     parser.add_argument("--optimizer", nargs="+", default=["default"], choices=["default", "fused"], help="AdamW kernel(s)")
+    parser.add_argument("--compile", nargs="+", default=["none"], dest="compile_modes",
+                        choices=["none", "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
+                        help="torch.compile mode(s) of the encoder (none: eager)")
+    parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (CPU tests: aot_eager)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
-    from steps.common.runtime import fused_adamw
+    from steps.common.runtime import compile_module, fused_adamw
     from steps.pretrain.pretrain import autocast_for
 
     cpu_batch = synthetic_batch(args.batch_size, args.length, args.vocab_size, args.num_xpos, args.seed)
@@ -221,8 +239,10 @@ def main(argv=None) -> None:
     candidates = torch.ones(args.vocab_size, dtype=torch.bool)
     candidates[:5] = False
     for condition in args.conditions:
-        for suffix, precision, fused in lever_variants(args.precision, args.optimizer):
+        for suffix, precision, fused, mode in lever_variants(args.precision, args.optimizer, args.compile_modes):
             model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=args.num_xpos, **size).train().to(device)
+            if mode is not None:  # as pretrain_microbert's compile_encoder does
+                compile_module(model.bert, {"backend": args.compile_backend, **({} if mode == "default" else {"mode": mode})})
             optimizer = (fused_adamw if fused else torch.optim.AdamW)(model.parameters(), **adamw)
             autocast = autocast_for(device, precision)
             if condition == "H":  # the soft labels are the collator's work, every batch: timed with the step
@@ -252,6 +272,7 @@ def main(argv=None) -> None:
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "precision": args.precision, "optimizer": args.optimizer,
+            "compile": args.compile_modes, "compile_backend": args.compile_backend,
             "steps": args.steps, "warmup": args.warmup,
             "median_seconds": medians, "all_seconds": results,
             "target_tokens": targets, "median_seconds_per_target_token": per_target,

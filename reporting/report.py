@@ -201,7 +201,8 @@ def pretraining_section(workspace: Workspace) -> str:
 BENCHMARK_JSON = Path("docs/benchmarks/pretrain_step.json")
 GPU_BENCHMARK_JSON = Path("docs/benchmarks/gpu_pretrain_step.json")
 GPU_BENCHMARK_COMMAND = ("python benchmarks/bench_pretrain_step.py --device cuda --batch-size 256 --length 64 --steps 30 "
-                         "--conditions M MXPT-SLA --precision fp32 bf16 --optimizer default fused --json {path}")
+                         "--warmup 5 --conditions M MXPT-SLA --precision fp32 bf16 --optimizer default fused --compile none reduce-overhead "
+                         "--json {path}")
 
 
 def benchmark_section(path: Path = BENCHMARK_JSON, command: str = "python benchmarks/bench_pretrain_step.py --json {path}") -> str:

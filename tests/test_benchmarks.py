@@ -85,4 +85,28 @@ def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_pat
     section = report.benchmark_section(out)
     assert "| µB-MXPT-SLA [bf16, fused] |" in section and "Batch 4×24" in section
     missing = report.benchmark_section(tmp_path / "absent.json", report.GPU_BENCHMARK_COMMAND)
-    assert "not recorded" in missing and "--device cuda" in missing
+    assert "not recorded" in missing and "--device cuda" in missing and "--compile none reduce-overhead" in missing
+
+
+def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_path):
+    """The compile lever's rows (torch.compile of the encoder, `compile_module`) through the same
+    code on CPU, with the aot_eager backend (no code generation): a trace failure of the MXPT-SLA
+    encoder shows here, not in a GPU allocation. The eager rows keep their names."""
+    import json
+
+    import torch._dynamo
+
+    from benchmarks.bench_pretrain_step import lever_variants, main
+
+    assert [suffix for suffix, *_ in lever_variants(["fp32", "bf16"], ["default"], ["none", "reduce-overhead"])] == [
+        "", " [fp32, default, compile reduce-overhead]", " [bf16, default]", " [bf16, default, compile reduce-overhead]"]
+    out = tmp_path / "bench.json"
+    torch._dynamo.reset()
+    main(["--steps", "1", "--warmup", "1", "--batch-size", "4", "--length", "24", "--vocab-size", "300", "--threads", "1",
+          "--conditions", "M", "MXPT-SLA", "--compile", "none", "reduce-overhead", "--compile-backend", "aot_eager",
+          "--json", str(out)])
+    record = json.loads(out.read_text())
+    for condition in ("M", "MXPT-SLA"):
+        for suffix in ("", " [fp32, default, compile reduce-overhead]"):
+            assert record["median_seconds"][f"µB-{condition}{suffix}"] > 0, condition + suffix
+    assert record["compile"] == ["none", "reduce-overhead"] and record["compile_backend"] == "aot_eager"

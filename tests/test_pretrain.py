@@ -189,6 +189,42 @@ def test_gpu_levers_run_on_cpu_and_key_only_when_set(pretraining_data, tokenizer
         make_step(pretraining_data, tokenizer_dir, step_args={"precision": "fp16"}).result(LocalWorkspace(tmp_path / "bad"))
 
 
+@pytest.mark.parametrize("condition", ["M", "MXPT-SLA"])
+def test_a_compiled_encoder_trains_like_the_eager_one_in_one_graph_per_mode(pretraining_data, tokenizer_dir, tmp_path, condition):
+    """compile_encoder (torch.compile, the GPU's launch-overhead lever) on CPU with the aot_eager
+    backend: dynamo traces the encoder and AOTAutograd its backward, as on a GPU, without Inductor's
+    code generation. Bucketed batches of many lengths share one dynamic-shape graph per mode
+    (training, validation) instead of recompiling per length; the run keys only when compiled,
+    trains like the eager one and exports the same parameter names."""
+    import torch._dynamo
+
+    eager = make_step(pretraining_data, tokenizer_dir, condition, max_steps=4, validate_every=4, checkpoint_every=2)
+    unset = make_step(pretraining_data, tokenizer_dir, condition, max_steps=4, validate_every=4, checkpoint_every=2,
+                      step_args={"compile_encoder": None})
+    compiled = make_step(pretraining_data, tokenizer_dir, condition, max_steps=4, validate_every=4, checkpoint_every=2,
+                         step_args={"compile_encoder": {"backend": "aot_eager"}})
+    assert unset.unique_id == eager.unique_id != compiled.unique_id
+    expected = eager.result(LocalWorkspace(tmp_path / "eager"))
+    torch._dynamo.reset()
+    result = compiled.result(LocalWorkspace(tmp_path / "compiled"))
+    lengths = {len(row["input_ids"]) for row in pretraining_data["train"]}
+    assert len(lengths) > 10  # the batches did come in many lengths
+    # Compiled versions of the encoder's forward: one for training, one for validation (eval mode), not one per length.
+    from models import MicroBertModel
+
+    entries = torch._dynamo.eval_frame._debug_get_cache_entry_list(MicroBertModel.forward.__code__)
+    assert len(entries) == 2, len(entries)
+    metrics, reference = read_metrics(result), read_metrics(expected)
+    assert metrics["compile_encoder"] == {"backend": "aot_eager"} and reference["compile_encoder"] is None
+    for name, value in reference["final"].items():
+        if name.startswith("dev_") or name == "train_loss":
+            assert metrics["final"][name] == pytest.approx(value, rel=1e-3), name
+    assert encoder_weights(result).keys() == encoder_weights(expected).keys()
+    with pytest.raises(Exception, match="unknown torch.compile option"):
+        make_step(pretraining_data, tokenizer_dir, step_args={"compile_encoder": {"modes": "default"}}).result(
+            LocalWorkspace(tmp_path / "bad"))
+
+
 def test_a_step_that_hangs_dumps_every_threads_traceback():
     """The stall watchdog: no step for `stall_seconds` → faulthandler names the line it waits on."""
     import subprocess

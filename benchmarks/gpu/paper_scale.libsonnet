@@ -8,6 +8,8 @@
 //                epochs, patience 10), "cpu" (the cpu scale's own) or "cpu_x2" (ours: the cpu regime
 //                twice as long, 40 epochs, patience 20); the paper regimes run one CPU thread each so
 //                `tango run -j` fills a GPU machine, the cpu ones the step's default
+//   levers       GPU speed levers of pretrain_microbert, {} (none) until the lever benchmark shows what
+//                they buy: e.g. { precision: "bf16", fused_optimizer: true, compile_encoder: { mode: "reduce-overhead" } }
 // Score cells are scale "gpu-<regime>", so tables keep them apart from the cpu and paper files.
 local lib = import "../../configs/lib.libsonnet";
 
@@ -30,7 +32,10 @@ local finetuning(step, regime) =
   else if step.type == "finetune_ner" then step + { config+: regimes[regime].ner } + threads(regime)
   else step;
 
-local overlay(cell, regime, loader_workers) = {
+// Set once the benchmark has measured them (README: "GPU pretraining speed"); they re-key pretraining.
+local default_levers = {};
+
+local overlay(cell, regime, loader_workers, levers) = {
   steps: std.mapWithKey(
     function(name, step)
       if step.type == "load_corpus" then step + { max_train_sentences: null, max_dev_sentences: null }
@@ -40,7 +45,7 @@ local overlay(cell, regime, loader_workers) = {
         training+: lib.scales.paper.pretrain.training + { lr: 3e-3, batch_size: 256, grad_accumulation: 1, checkpoint_every: 5000 },
         loader_workers: loader_workers,
         sync_every: 50,  // read losses back every 50 steps, not after each (not in the cache key)
-      }
+      } + levers
       else if step.type == "score_cell" then step + { scale: "gpu-" + regime }
       else finetuning(step, regime),
     cell.steps
@@ -51,17 +56,17 @@ local overlay(cell, regime, loader_workers) = {
   regimes: std.objectFields(regimes),
   // condition: a paper condition ("M", "MXPT-SLA", …) or "random-init". Any of the paper's five
   // languages (issue 17): the same overlay on its cpu cell (NER where it has WikiAnn).
-  cell(language, condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6)::
+  cell(language, condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6, levers=default_levers)::
     assert std.objectHas(regimes, regime) : "unknown regime " + regime + "; known: " + std.join(", ", std.objectFields(regimes));
     overlay(
       if condition == "random-init" then lib.random_init_experiment(language, "cpu", seeds=seeds)
       else lib.experiment(language, condition, "cpu", seeds=seeds),
-      regime, loader_workers
+      regime, loader_workers, levers
     ),
   // Any cell (e.g. a cpu one) fine-tuned under `regime`, everything upstream unchanged.
   with_regime(cell, regime)::
     assert std.objectHas(regimes, regime) : "unknown regime " + regime;
     { steps: std.mapWithKey(function(name, step) finetuning(step, regime), cell.steps) },
-  wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6)::
-    $.cell("wolof", condition, seeds, regime, loader_workers),
+  wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6, levers=default_levers)::
+    $.cell("wolof", condition, seeds, regime, loader_workers, levers),
 }

@@ -31,6 +31,27 @@ def fused_adamw(params: Any, **settings: Any) -> torch.optim.AdamW:
     return torch.optim.AdamW(params, fused=True, **settings)
 
 
+# torch.compile keyword arguments a config may set (`compile_module`).
+COMPILE_OPTIONS = ("backend", "mode", "dynamic", "fullgraph", "options")
+
+
+def compile_module(module: torch.nn.Module, options: Optional[dict]) -> torch.nn.Module:
+    """``torch.compile`` ``module`` in place (``Module.compile``: its parameter names, state_dict
+    and checkpoints stay those of the eager module), or leave it eager when ``options`` is None.
+
+    ``options`` are torch.compile's own keywords (e.g. ``{"mode": "reduce-overhead"}``; the tests use
+    ``{"backend": "aot_eager"}``). ``dynamic`` defaults to True: length-bucketed batches then share one
+    graph with a symbolic sequence length instead of recompiling for every new length. A GPU lever: a
+    µBERT step is a few hundred small kernels, so launches and Python, not arithmetic, bound it there."""
+    if options is None:
+        return module
+    unknown = set(options) - set(COMPILE_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown torch.compile option(s) {sorted(unknown)}; known: {', '.join(COMPILE_OPTIONS)}")
+    module.compile(**{"dynamic": True, **options})
+    return module
+
+
 def derived_seed(seed: int, purpose: str, index: int = 0) -> int:
     """A 63-bit seed for one (purpose, index), independent of everything else that drew before."""
     digest = hashlib.sha256(f"{seed}/{purpose}/{index}".encode()).digest()

@@ -34,7 +34,7 @@ from steps.common.batching import bucketed_batches
 from steps.common.checkpoints import SimulatedCrash, save_atomically
 from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.common.formats import DirectoryFormat
-from steps.common.runtime import derived_seed, fused_adamw, torch_threads
+from steps.common.runtime import compile_module, derived_seed, fused_adamw, torch_threads
 from steps.common.tracking import WandbSetting, tracked_run
 from steps.data.vocab import load_tokenizer
 
@@ -287,8 +287,9 @@ class PretrainMicrobert(Step):
     ``device``, ``loader_workers`` (processes that collate batches ahead of the loop,
     `micro_batch_loader`; worth it on a GPU), ``sync_every`` and ``stall_seconds`` (`TrainingWatch`)
     change how the run is watched and where it runs, not its result, so they are left out of the
-    cache key. ``precision="bf16"`` (autocast) and ``fused_optimizer`` (one fused AdamW kernel) are
-    GPU speed levers that change the result by rounding; they enter the key only when set.
+    cache key. ``precision="bf16"`` (autocast), ``fused_optimizer`` (one fused AdamW kernel) and
+    ``compile_encoder`` (torch.compile's keywords for the encoder, `compile_module`) are GPU speed
+    levers that change the result by rounding; they enter the key only when set.
     """
 
     DETERMINISTIC = True
@@ -297,7 +298,7 @@ class PretrainMicrobert(Step):
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers", "sync_every", "stall_seconds"}
     # Only condition H reads a trigram model (build_trigram_model); the levers key only when set.
-    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None, "precision": "fp32", "fused_optimizer": False}
+    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None, "precision": "fp32", "fused_optimizer": False, "compile_encoder": None}
 
     def run(  # type: ignore[override]
         self,
@@ -315,6 +316,7 @@ class PretrainMicrobert(Step):
         fused_optimizer: bool = False,
         sync_every: int = 1,
         stall_seconds: Optional[float] = 600.0,
+        compile_encoder: Optional[Dict[str, Any]] = None,
     ) -> Path:
         if loader_workers < 0:
             raise ValueError(f"loader_workers must be ≥ 0, not {loader_workers}")
@@ -324,7 +326,7 @@ class PretrainMicrobert(Step):
         with torch_threads(num_threads):
             return self._pretrain(
                 pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, trigram_model,
-                precision, fused_optimizer, watch,
+                precision, fused_optimizer, watch, compile_encoder,
             )
 
     # ------------------------------------------------------------------------------------------
@@ -348,7 +350,7 @@ class PretrainMicrobert(Step):
         return MicroBertForPretraining.from_condition(condition, **fields)
 
     def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0,
-                  trigram_model=None, precision="fp32", fused_optimizer=False, watch=None):
+                  trigram_model=None, precision="fp32", fused_optimizer=False, watch=None, compile_encoder=None):
         from models import parse_condition
         from models.objectives import objective_sizes
 
@@ -374,6 +376,8 @@ class PretrainMicrobert(Step):
             trigram_model=trigram_model,
         )
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
+        # The encoder only: the objectives draw P/T samples from a generator, which would break its graph.
+        compile_module(model.bert, compile_encoder)
         optimizer = (fused_adamw if fused_optimizer else torch.optim.AdamW)(
             model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
         )
@@ -419,6 +423,7 @@ class PretrainMicrobert(Step):
             "threads": torch.get_num_threads(),
             "precision": precision,
             "fused_optimizer": fused_optimizer,
+            "compile_encoder": compile_encoder,
         }
         self.logger.info(
             "pretraining %s: %d parameters, %d train rows, %d steps of %d×%d rows, warmup %d",
