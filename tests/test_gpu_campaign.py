@@ -87,3 +87,27 @@ def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
             tasks = {name.split("_score_s")[0] for name in graph if "_score_s" in name}
             assert tasks == ({"ud_parser", "ner"} if language in ("wolof", "maltese", "uyghur") else {"ud_parser"})
     assert campaign.phase_commands("pretrain", campaign.language_files("coptic"), 4)[0][-3] == "benchmarks/gpu/coptic_m_paper_scale.jsonnet"
+
+
+def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_path):
+    """paper_scale.libsonnet's `levers` (the one switch for bf16 / fused AdamW / torch.compile once
+    the GPU benchmark has measured them) land in pretrain_microbert's arguments, change its ID and
+    everything downstream, and leave the data steps alone; the committed files set none."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    def graph(levers):
+        file = tmp_path / f"cell_{len(levers)}.jsonnet"
+        file.write_text(f'(import "{REPO}/benchmarks/gpu/paper_scale.libsonnet").wolof("M", seeds=[42], levers={json.dumps(levers)})\n')
+        return StepGraph.from_params(Params.from_file(file).pop("steps"))
+
+    levers = {"precision": "bf16", "fused_optimizer": True, "compile_encoder": {"mode": "reduce-overhead"}}
+    plain, fast = graph({}), graph(levers)
+    committed = StepGraph.from_params(Params.from_file(REPO / campaign.FILES[0]).pop("steps"))
+    assert plain["pretrained_model"].unique_id == committed["pretrained_model"].unique_id
+    assert {k: fast["pretrained_model"].kwargs[k] for k in levers} == levers
+    assert fast["pretrained_model"].unique_id != plain["pretrained_model"].unique_id
+    assert fast["ud_parser_s42"].unique_id != plain["ud_parser_s42"].unique_id
+    assert fast["pretraining_data"].unique_id == plain["pretraining_data"].unique_id
