@@ -657,7 +657,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for cell in sorted(cached, key=lambda c: (c.scale, c.table, c.row, c.column)):
         print(f"  {cell.scale:6} {cell.table:30} {_row_title(cell.row):14} {cell.column:14} {format_mean_sd(cell.mean, cell.result['test']['sd'], cell.result['n'])}")
     for scale, paths in written.items():
-        print(f"{scale}: wrote {len(paths)} files under {out / scale}")
+        folders = sorted({str(path.parent) for path in paths}) or [str(out / scale)]
+        print(f"{scale}: wrote {len(paths)} files under {', '.join(folders)}")
     return 0
 
 
