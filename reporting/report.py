@@ -177,6 +177,23 @@ def language_of(workspace: Workspace, info: StepInfo) -> str:
     return language if variant in (None, "corpus") else f"{language} ({variant})"
 
 
+def condition_label(metrics: dict) -> str:
+    """A pretraining run's condition, with what sets it apart from the condition's own model and
+    loop (the decomposition's relative positions, a GPU lever) in brackets: "M [relative_key_query
+    positions]", "MXPT-SLA [bf16, fused AdamW]"; the bare condition otherwise."""
+    model = metrics.get("model_config") or {}
+    marks = []
+    if model.get("position_embedding_type", "absolute") != "absolute":
+        marks.append(f"{model['position_embedding_type']} positions")
+    if metrics.get("precision", "fp32") != "fp32":
+        marks.append(metrics["precision"])
+    if metrics.get("fused_optimizer"):
+        marks.append("fused AdamW")
+    if metrics.get("compile_encoder") is not None:
+        marks.append("compiled encoder")
+    return metrics["condition"] + (f" [{', '.join(marks)}]" if marks else "")
+
+
 def pretraining_section(workspace: Workspace) -> str:
     """One row per cached pretraining run, plus its dev MLM loss at every validation."""
     rows, curves = [], []
@@ -187,11 +204,11 @@ def pretraining_section(workspace: Workspace) -> str:
             continue
         last = history[-1]
         language = language_of(workspace, info)
-        rows.append((language, metrics["condition"], training["max_steps"], training["batch_size"], metrics["train_rows"],
+        rows.append((language, condition_label(metrics), training["max_steps"], training["batch_size"], metrics["train_rows"],
                      last["dev_mlm_loss"], metrics.get("best_step"), last["tokens_per_second"], last["wall_seconds"] / 60,
                      ", ".join(map(str, metrics.get("resumed_from") or [])) or None))
         curve = ", ".join(f"{h['step']}: {h['dev_mlm_loss']:.3f}" for h in history)
-        curves.append(f"- µB-{metrics['condition']} ({language}, {training['max_steps']} steps): {curve}\n")
+        curves.append(f"- µB-{condition_label(metrics)} ({language}, {training['max_steps']} steps): {curve}\n")
     table = markdown_table(
         ["language", "condition", "steps", "batch", "train rows", "final dev MLM loss", "best step", "tokens/s", "minutes", "resumed from"], rows
     )

@@ -272,3 +272,17 @@ def test_a_corpus_variant_is_named_beside_its_language():
     assert report.language_of(workspace, steps["pretrain"]) == "coptic (corpus_no_ud_devtest)"
     assert report.language_of(workspace, steps["own_pretrain"]) == "coptic"
     assert report.language_of(workspace, steps["lonely"]) == "?"
+
+
+def test_a_pretraining_row_names_what_sets_its_run_apart_from_its_condition():
+    """The decomposition's cpu_relpos encoder and a GPU lever run are rows of their own in the
+    report, not a second unexplained "wolof | M" row beside the cpu µB-M."""
+    from reporting.report import condition_label
+
+    plain = {"condition": "M", "model_config": {"position_embedding_type": "absolute"}, "precision": "fp32", "fused_optimizer": False}
+    assert condition_label(plain) == "M"
+    assert condition_label({"condition": "MXPT-SLA"}) == "MXPT-SLA"  # an older metrics.json
+    relpos = dict(plain, model_config={"position_embedding_type": "relative_key_query"})
+    assert condition_label(relpos) == "M [relative_key_query positions]"
+    levers = dict(plain, condition="MXPT-SLA", precision="bf16", fused_optimizer=True, compile_encoder={"mode": "reduce-overhead"})
+    assert condition_label(levers) == "MXPT-SLA [bf16, fused AdamW, compiled encoder]"
