@@ -54,9 +54,20 @@ def curve_series(entries: Sequence[Entry]) -> Dict[Tuple[str, str, str], Dict[st
     return series
 
 
-def draw_curves(entries: Sequence[Entry], out_dir: Path) -> List[Path]:
-    """Write the PNGs under ``out_dir``; returns them (nothing is deleted: curves the cache lacks
-    stay as they were)."""
+def _recorded_lines(path: Path) -> Dict[str, List[Tuple[float, float]]]:
+    """The lines a committed figure was drawn from (its ``.json`` sidecar)."""
+    recorded = json.loads(path.with_suffix(".json").read_text())["lines"]
+    return {label: [(x, y) for x, y in points] for label, points in recorded.items()}
+
+
+def draw_curves(entries: Sequence[Entry], out_dir: Path, keep_recorded: bool = False) -> List[Path]:
+    """Write the PNGs under ``out_dir``, each with a ``.json`` sidecar of the lines it shows;
+    returns them (nothing is deleted: curves the cache lacks stay as they were).
+
+    ``keep_recorded`` (the committed record, ``--update-docs``): a partial cache never erases a line
+    of record. A figure is redrawn from its sidecar's lines plus this cache's (the cache's win where
+    both have a label); a committed figure without a sidecar (drawn before sidecars existed) cannot
+    be merged, so it is left as it is and not returned: delete it to have the cache redraw it."""
     series = curve_series(entries)
     if not series:
         return []
@@ -68,6 +79,11 @@ def draw_curves(entries: Sequence[Entry], out_dir: Path) -> List[Path]:
     written = []
     for (scale, language, name), lines in sorted(series.items()):
         _, _, x_field, _, y_label = CURVES[name]
+        path = Path(out_dir) / scale.replace("/", "_") / f"{language}_{name}.png"
+        if keep_recorded and path.exists():
+            if not path.with_suffix(".json").exists():
+                continue
+            lines = {**_recorded_lines(path), **lines}
         figure, axis = plt.subplots(figsize=(5.5, 3.4))
         for label, points in sorted(lines.items()):
             axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=2.5, linewidth=1, label=label)
@@ -76,10 +92,10 @@ def draw_curves(entries: Sequence[Entry], out_dir: Path) -> List[Path]:
         axis.set_title(f"{y_label} by {x_field} — {language}, {scale} scale", fontsize=9)
         axis.legend(fontsize=6, ncol=2 if len(lines) > 6 else 1)
         figure.tight_layout()
-        path = Path(out_dir) / scale.replace("/", "_") / f"{language}_{name}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path, dpi=110)
         plt.close(figure)
+        path.with_suffix(".json").write_text(json.dumps({"lines": {label: [list(p) for p in points] for label, points in sorted(lines.items())}}))
         written.append(path)
     return written
 

@@ -428,14 +428,16 @@ def timing_section() -> str:
             "finish log lines.\n\n" + markdown_table(["run", "command", "wall min", "exit", "steps run (min)", "steps from cache"], rows))
 
 
-def curves_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path], report_dir: Path) -> str:
-    """Dev loss / LAS / F1 / accuracy by step or epoch per condition, as PNGs in ``curves_dir``."""
+def curves_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path], report_dir: Path,
+                   keep_recorded: bool = False) -> str:
+    """Dev loss / LAS / F1 / accuracy by step or epoch per condition, as PNGs in ``curves_dir``
+    (``keep_recorded``: merged with the committed figures' lines, `draw_curves`)."""
     if curves_dir is None:
         return "_not drawn_\n"
     from reporting.cache import list_entries
     from reporting.curves import curves_markdown, draw_curves
 
-    return curves_markdown(draw_curves(list_entries(workspace_dir, graphs), curves_dir), report_dir)
+    return curves_markdown(draw_curves(list_entries(workspace_dir, graphs), curves_dir, keep_recorded), report_dir)
 
 
 def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), keep_record: bool = False,
@@ -451,7 +453,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Corpus parser choices, one at a time", ablation_section()),
         ("Corpus parse throughput", throughput_section(workspace)),
         ("Pretraining", pretraining_section(workspace)),
-        ("Training curves", curves_section(workspace_dir, graphs, curves_dir, report_dir or Path(workspace_dir))),
+        ("Training curves", curves_section(workspace_dir, graphs, curves_dir, report_dir or Path(workspace_dir), keep_record)),
         ("Pretraining settings, one at a time", pretrain_ablation_section()),
         ("Pretraining step benchmark", benchmark_section()),
         ("Pretraining step on a GPU, with its speed levers (issue 14)", benchmark_section(GPU_BENCHMARK_JSON, GPU_BENCHMARK_COMMAND)),

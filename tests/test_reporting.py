@@ -286,3 +286,34 @@ def test_a_pretraining_row_names_what_sets_its_run_apart_from_its_condition():
     assert condition_label(relpos) == "M [relative_key_query positions]"
     levers = dict(plain, condition="MXPT-SLA", precision="bf16", fused_optimizer=True, compile_encoder={"mode": "reduce-overhead"})
     assert condition_label(levers) == "MXPT-SLA [bf16, fused AdamW, compiled encoder]"
+
+
+def test_committed_curves_keep_their_lines_when_a_partial_cache_redraws_them(tmp_path, monkeypatch):
+    """A figure of record is redrawn from its sidecar's lines plus the cache's (the cache wins on a
+    shared label), never from the cache's alone; a committed PNG without a sidecar is left as it is."""
+    import json
+
+    from reporting import curves
+
+    key = ("cpu", "wolof", "ud_dev_las")
+    figure = tmp_path / "cpu" / "wolof_ud_dev_las.png"
+    monkeypatch.setattr(curves, "curve_series", lambda entries: {key: {"M s42": [(0, 1.0), (1, 60.0)]}})
+    assert curves.draw_curves([], tmp_path, keep_recorded=True) == [figure]
+
+    def lines():
+        return json.loads(figure.with_suffix(".json").read_text())["lines"]
+
+    assert lines() == {"M s42": [[0, 1.0], [1, 60.0]]}
+    monkeypatch.setattr(curves, "curve_series", lambda entries: {key: {"M s42": [(0, 2.0)], "cpu_relpos s42": [(0, 3.0)]}})
+    curves.draw_curves([], tmp_path, keep_recorded=True)
+    assert lines() == {"M s42": [[0, 2.0]], "cpu_relpos s42": [[0, 3.0]]}
+    monkeypatch.setattr(curves, "curve_series", lambda entries: {key: {"random-init s42": [(0, 4.0)]}})
+    curves.draw_curves([], tmp_path, keep_recorded=True)
+    assert set(lines()) == {"M s42", "cpu_relpos s42", "random-init s42"}
+    curves.draw_curves([], tmp_path)  # a workspace report draws this cache alone
+    assert set(lines()) == {"random-init s42"}
+
+    figure.with_suffix(".json").unlink()  # a figure committed before sidecars
+    before = figure.read_bytes()
+    assert curves.draw_curves([], tmp_path, keep_recorded=True) == []
+    assert figure.read_bytes() == before and not figure.with_suffix(".json").exists()
