@@ -105,12 +105,24 @@ def dev_curves(runs: Dict[Tuple[str, str, str], List[dict]]) -> Dict[str, Dict[T
     return curves
 
 
-def draw_dev_curves(runs: Dict[Tuple[str, str, str], List[dict]], path: Path) -> Optional[Path]:
+def draw_dev_curves(runs: Dict[Tuple[str, str, str], List[dict]], path: Path, keep_recorded: bool = False) -> Optional[Path]:
     """One PNG, a panel per task, a line per cached (encoder, regime) cell: the mean dev score by
-    step over its seeds, the paper's µB-M figure dotted. None (nothing written) when no cell is cached."""
+    step over its seeds, the paper's µB-M figure dotted; its lines also go to a ``.json`` sidecar.
+    None (nothing written) when no cell is cached. ``keep_recorded`` (the committed record): the
+    committed figure's cells stay, redrawn from its sidecar (this cache's win for a cell both have);
+    a committed figure without a sidecar cannot be merged and is left as it is (None)."""
     curves = dev_curves(runs)
     if not curves:
         return None
+    path = Path(path)
+    sidecar = path.with_suffix(".json")
+    if keep_recorded and path.exists():
+        if not sidecar.exists():
+            return None
+        for table, cells in json.loads(sidecar.read_text())["curves"].items():
+            for key, points in cells.items():
+                encoder, regime = key.split("|")
+                curves.setdefault(table, {}).setdefault((encoder, regime), [tuple(point) for point in points])
     import matplotlib
 
     matplotlib.use("Agg")
@@ -130,10 +142,12 @@ def draw_dev_curves(runs: Dict[Tuple[str, str, str], List[dict]], path: Path) ->
         axis.set_title(f"Wolof {task}: {y_label} while fine-tuning", fontsize=9)
         axis.legend(fontsize=6)
     figure.tight_layout()
-    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     plt.close(figure)
+    sidecar.write_text(json.dumps({"curves": {table: {f"{encoder}|{regime}": [list(point) for point in points]
+                                                      for (encoder, regime), points in sorted(cells.items())}
+                                              for table, cells in sorted(curves.items())}}))
     return path
 
 
@@ -165,7 +179,10 @@ def decomposition_cells(workspace_dir: Path, graphs: Optional[Sequence[FileGraph
     graphs = _grid_graphs(workspace_dir, graphs)
     cells, _ = collect_cells(paths, workspace_dir, graphs)
     runs = _finetune_runs(graphs, workspace_dir) if runs is None else runs
-    effort = {key: value + (False,) for key, value in _finetune_effort(runs).items()}
+    # A cell's effort comes from where its value does: a few cached seeds of a cell whose value is
+    # the record's must not annotate it (they would pair the record's LAS with another run's epochs).
+    cached = {(cell.table, cell.row, cell.scale) for cell in cells if cell.result}
+    effort = {key: value + (False,) for key, value in _finetune_effort(runs).items() if key in cached}
     if keep_record:
         cells = merge_record(cells, record_cells(DOCS, pattern=f"{RECORD}.csv"))
         for (table, encoder, regime), value in recorded_effort().items():

@@ -322,7 +322,7 @@ def seed_noise_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
 
 
 def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path] = None,
-                          report_dir: Optional[Path] = None) -> str:
+                          report_dir: Optional[Path] = None, keep_record: bool = False) -> str:
     """Four encoders × four fine-tuning regimes on Wolof, each factor alone (reporting.decomposition);
     with ``curves_dir``, the cells' dev curves drawn there (kept when this cache has none) and linked."""
     from reporting import decomposition
@@ -332,7 +332,7 @@ def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph], curv
     text = decomposition.markdown(cells, effort)
     if curves_dir is not None:
         figure = Path(curves_dir) / "wolof_decomposition_dev_curves.png"
-        decomposition.draw_dev_curves(runs, figure)  # None, the committed figure kept, when nothing is cached
+        decomposition.draw_dev_curves(runs, figure, keep_record)  # None, the committed figure kept, when nothing is cached
         if figure.exists():
             link = figure.resolve().relative_to(Path(report_dir or workspace_dir).resolve()).as_posix()
             text += f"\nDev score while fine-tuning, mean over each cell's seeds (the paper's µB-M dotted):\n\n![decomposition dev curves]({link})\n"
@@ -461,7 +461,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),
         ("Seed noise", seed_noise_section(workspace_dir, graphs)),
-        ("Where the Wolof gap is (issue 14)", decomposition_section(workspace_dir, graphs, curves_dir, report_dir)),
+        ("Where the Wolof gap is (issue 14)", decomposition_section(workspace_dir, graphs, curves_dir, report_dir, keep_record)),
         ("Corpus parser against the fine-tuned µBERT parsers (cpu scale)",
          parser_against_encoder_section(cells, corpus_parser_las(workspace, recorded if keep_record else None))),
         ("Paper tables from the cache", tables_section(cells, problems)),

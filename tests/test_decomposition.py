@@ -151,3 +151,24 @@ def test_cpu_relpos_changes_only_the_pretrained_positions():
         assert vars(relpos[f"{task}_s42"].kwargs["config"]) == vars(cpu[f"{task}_s42"].kwargs["config"])
         assert relpos[f"{task}_s42"].kwargs["encoder"].unique_id == relpos["pretrained_model"].unique_id
     assert {relpos[n].kwargs["row"] for n in relpos if "_score_s" in n} == {"cpu_relpos"}
+
+
+def test_the_committed_dev_curve_figure_keeps_its_cells_when_a_partial_cache_redraws_it(tmp_path, monkeypatch):
+    """As the training curves: the record's cells are redrawn from the sidecar beside this cache's
+    (the cache wins on a cell both have); a committed figure without a sidecar is left as it is."""
+    import json
+
+    from reporting import decomposition
+
+    figure = tmp_path / "wolof_decomposition_dev_curves.png"
+    first = {"decomposition:ud": {("cpu", "cpu"): [(0, 1.0, 5)], ("random-init", "cpu"): [(0, 2.0, 5)]}}
+    monkeypatch.setattr(decomposition, "dev_curves", lambda runs: {t: dict(c) for t, c in first.items()})
+    assert decomposition.draw_dev_curves({}, figure, keep_recorded=True) == figure
+    second = {"decomposition:ud": {("cpu", "cpu"): [(0, 3.0, 2)], ("cpu_relpos", "cpu"): [(0, 4.0, 5)]}}
+    monkeypatch.setattr(decomposition, "dev_curves", lambda runs: {t: dict(c) for t, c in second.items()})
+    decomposition.draw_dev_curves({}, figure, keep_recorded=True)
+    cells = json.loads(figure.with_suffix(".json").read_text())["curves"]["decomposition:ud"]
+    assert cells == {"cpu|cpu": [[0, 3.0, 2]], "cpu_relpos|cpu": [[0, 4.0, 5]], "random-init|cpu": [[0, 2.0, 5]]}
+    figure.with_suffix(".json").unlink()
+    before = figure.read_bytes()
+    assert decomposition.draw_dev_curves({}, figure, keep_recorded=True) is None and figure.read_bytes() == before
