@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from reporting.cache import Entry
 
@@ -54,10 +54,21 @@ def curve_series(entries: Sequence[Entry]) -> Dict[Tuple[str, str, str], Dict[st
     return series
 
 
-def _recorded_lines(path: Path) -> Dict[str, List[Tuple[float, float]]]:
-    """The lines a committed figure was drawn from (its ``.json`` sidecar)."""
-    recorded = json.loads(path.with_suffix(".json").read_text())["lines"]
-    return {label: [(x, y) for x, y in points] for label, points in recorded.items()}
+def recorded_lines(path: Path, keep_recorded: bool) -> Optional[Dict[str, List[tuple]]]:
+    """The lines a committed figure at ``path`` was drawn from (its ``.json`` sidecar), to redraw it
+    with: {} when there is nothing to keep; None when a committed figure has no sidecar (drawn
+    before sidecars existed), which cannot be merged and so must be left as it is."""
+    if not keep_recorded or not path.exists():
+        return {}
+    sidecar = path.with_suffix(".json")
+    if not sidecar.exists():
+        return None
+    return {label: [tuple(point) for point in points] for label, points in json.loads(sidecar.read_text())["lines"].items()}
+
+
+def save_lines(path: Path, lines: Dict[str, Sequence[tuple]]) -> None:
+    """The ``.json`` sidecar of the figure at ``path``: the lines it shows (`recorded_lines` reads it)."""
+    path.with_suffix(".json").write_text(json.dumps({"lines": {label: [list(p) for p in points] for label, points in sorted(lines.items())}}))
 
 
 def draw_curves(entries: Sequence[Entry], out_dir: Path, keep_recorded: bool = False) -> List[Path]:
@@ -80,10 +91,10 @@ def draw_curves(entries: Sequence[Entry], out_dir: Path, keep_recorded: bool = F
     for (scale, language, name), lines in sorted(series.items()):
         _, _, x_field, _, y_label = CURVES[name]
         path = Path(out_dir) / scale.replace("/", "_") / f"{language}_{name}.png"
-        if keep_recorded and path.exists():
-            if not path.with_suffix(".json").exists():
-                continue
-            lines = {**_recorded_lines(path), **lines}
+        recorded = recorded_lines(path, keep_recorded)
+        if recorded is None:
+            continue
+        lines = {**recorded, **lines}
         figure, axis = plt.subplots(figsize=(5.5, 3.4))
         for label, points in sorted(lines.items()):
             axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=2.5, linewidth=1, label=label)
@@ -95,7 +106,7 @@ def draw_curves(entries: Sequence[Entry], out_dir: Path, keep_recorded: bool = F
         path.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path, dpi=110)
         plt.close(figure)
-        path.with_suffix(".json").write_text(json.dumps({"lines": {label: [list(p) for p in points] for label, points in sorted(lines.items())}}))
+        save_lines(path, lines)
         written.append(path)
     return written
 

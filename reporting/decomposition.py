@@ -114,15 +114,15 @@ def draw_dev_curves(runs: Dict[Tuple[str, str, str], List[dict]], path: Path, ke
     curves = dev_curves(runs)
     if not curves:
         return None
+    from reporting.curves import recorded_lines, save_lines
+
     path = Path(path)
-    sidecar = path.with_suffix(".json")
-    if keep_recorded and path.exists():
-        if not sidecar.exists():
-            return None
-        for table, cells in json.loads(sidecar.read_text())["curves"].items():
-            for key, points in cells.items():
-                encoder, regime = key.split("|")
-                curves.setdefault(table, {}).setdefault((encoder, regime), [tuple(point) for point in points])
+    recorded = recorded_lines(path, keep_recorded)  # lines "<table>|<encoder>|<regime>"
+    if recorded is None:
+        return None
+    for key, points in recorded.items():
+        table, encoder, regime = key.split("|")
+        curves.setdefault(table, {}).setdefault((encoder, regime), points)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -145,9 +145,7 @@ def draw_dev_curves(runs: Dict[Tuple[str, str, str], List[dict]], path: Path, ke
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     plt.close(figure)
-    sidecar.write_text(json.dumps({"curves": {table: {f"{encoder}|{regime}": [list(point) for point in points]
-                                                      for (encoder, regime), points in sorted(cells.items())}
-                                              for table, cells in sorted(curves.items())}}))
+    save_lines(path, {f"{table}|{encoder}|{regime}": points for table, cells in curves.items() for (encoder, regime), points in cells.items()})
     return path
 
 

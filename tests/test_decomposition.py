@@ -167,8 +167,9 @@ def test_the_committed_dev_curve_figure_keeps_its_cells_when_a_partial_cache_red
     second = {"decomposition:ud": {("cpu", "cpu"): [(0, 3.0, 2)], ("cpu_relpos", "cpu"): [(0, 4.0, 5)]}}
     monkeypatch.setattr(decomposition, "dev_curves", lambda runs: {t: dict(c) for t, c in second.items()})
     decomposition.draw_dev_curves({}, figure, keep_recorded=True)
-    cells = json.loads(figure.with_suffix(".json").read_text())["curves"]["decomposition:ud"]
-    assert cells == {"cpu|cpu": [[0, 3.0, 2]], "cpu_relpos|cpu": [[0, 4.0, 5]], "random-init|cpu": [[0, 2.0, 5]]}
+    cells = json.loads(figure.with_suffix(".json").read_text())["lines"]
+    assert cells == {"decomposition:ud|cpu|cpu": [[0, 3.0, 2]], "decomposition:ud|cpu_relpos|cpu": [[0, 4.0, 5]],
+                     "decomposition:ud|random-init|cpu": [[0, 2.0, 5]]}
     figure.with_suffix(".json").unlink()
     before = figure.read_bytes()
     assert decomposition.draw_dev_curves({}, figure, keep_recorded=True) is None and figure.read_bytes() == before
