@@ -62,11 +62,11 @@ def cell_text(language: str, name: str) -> str:
             f'(import "../../configs/lib.libsonnet").{call}\n')
 
 
-def cell_file(language: str, name: str, write: bool = True) -> Path:
-    """The cell's file in benchmarks/seeds: a 5-seed file if there is one, else the 3-seed file
-    (written if ``write``)."""
+def cell_file(language: str, name: str, write: bool = True, prefer_five: bool = True) -> Path:
+    """The cell's file in benchmarks/seeds: a 5-seed file if there is one (and ``prefer_five``),
+    else the 3-seed file (written if ``write``)."""
     five = FOLDER / f"{language}_{name}_5seeds.jsonnet"
-    if five.exists():
+    if prefer_five and five.exists():
         return five
     path = FOLDER / f"{language}_{name}_3seeds.jsonnet"
     if write:
@@ -85,10 +85,12 @@ def main(argv=None) -> int:
     parser.add_argument("--languages", nargs="+", default=list(LANGUAGES), choices=LANGUAGES)
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
     parser.add_argument("--cells", nargs="+", help="cell names (default: all; e.g. m m_leakfree)")
+    parser.add_argument("--three-seeds", action="store_true",
+                        help="run the 3-seed file even where a 5-seed file exists (its seeds 42-44 are the same cache entries)")
     parser.add_argument("--note", default="", help="recorded with each file (e.g. what else ran on the machine)")
     parser.add_argument("--dry-run", action="store_true", help="write the files and list them; run nothing")
     args = parser.parse_args(argv)
-    files = [cell_file(language, name) for language in args.languages for name in cells(language)
+    files = [cell_file(language, name, prefer_five=not args.three_seeds) for language in args.languages for name in cells(language)
              if not args.cells or name in args.cells]
     if args.dry_run:
         print("\n".join(str(f) for f in files))
