@@ -50,8 +50,8 @@
       parser_optimizer: "adam", parser_lr: 3e-3, parser_beta2: 0.95,
     },
     max_length: 128,
-    // Transformer-Grammar LMs, one budget for all three kinds (not yet timed at this scale).
-    tg: { max_length: 256, training: { max_steps: 2000, batch_size: 32 }, evaluation: {}, agreement: {} },
+    // Transformer-Grammar LMs, one budget for all three kinds: ~1.3 Wolof epochs, est. ~13 min per LM.
+    tg: { max_length: 256, training: { max_steps: 400, batch_size: 32 }, evaluation: {}, agreement: {} },
     // SPEC §G CPU reduction with its fallback lr 1e-3; ~8 min.
     pretrain: {
       model: {},
