@@ -5,6 +5,7 @@ Not run by the tests.
     python benchmarks/languages_campaign.py --dry-run                  # the files and nothing else
     nohup python benchmarks/languages_campaign.py -j 2 &               # the campaign (~17 h on 2 cores)
     nohup python benchmarks/languages_campaign.py --languages coptic & # one language
+    python benchmarks/languages_campaign.py -j 1 --languages wolof --cells mx --three-seeds  # 3 of a 5-seed cell
 
 Cells: µB-M, µB-MX, µB-MXPT-SLA and random-init for each language, UD (+ NER for Wolof, Maltese
 and Uyghur), plus Coptic µB-M on the leak-free corpus. Each cell is one committed file in
