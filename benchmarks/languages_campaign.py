@@ -80,6 +80,31 @@ def cached_entries(workspace: Path) -> set:
     return {p.name for p in cache.iterdir()} if cache.is_dir() else set()
 
 
+def run_and_record(files, jobs: int, workspace: Path, note: str, record_path: Path, step_names=()) -> list:
+    """`tango run -j jobs` each file in turn (only ``step_names`` and their dependencies, if given),
+    appending per file its wall time and the cache entries it added to ``record_path`` (JSON lines)."""
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    records = []
+    for file in files:
+        before = cached_entries(workspace)
+        start = time.monotonic()
+        command = [sys.executable, "-m", "tango", "--settings", str(REPO / "tango.yml"), "run", str(file), "-j", str(jobs),
+                   "-w", f"local://{workspace.resolve()}"]
+        for name in step_names:
+            command += ["-s", name]
+        returncode = subprocess.run(command, cwd=REPO).returncode
+        after = cached_entries(workspace)
+        record = {"file": file.name, "jobs": jobs, "threads": os.environ.get("OMP_NUM_THREADS", "all"),
+                  **({"steps": list(step_names)} if step_names else {}),
+                  "note": note, "wall_s": round(time.monotonic() - start, 1), "returncode": returncode,
+                  "cache_entries_before": len(before), "added": len(after - before), "added_steps": sorted(after - before)}
+        with record_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        print(f"campaign: {file.name}: {record['wall_s'] / 60:.1f} min, {record['added']} new cache entries", flush=True)
+        records.append(record)
+    return records
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-j", "--jobs", type=int, default=2, help="tango run -j (steps at once)")
@@ -96,20 +121,7 @@ def main(argv=None) -> int:
     if args.dry_run:
         print("\n".join(str(f) for f in files))
         return 0
-    RECORD.parent.mkdir(parents=True, exist_ok=True)
-    for file in files:
-        before = cached_entries(args.workspace)
-        start = time.monotonic()
-        command = [sys.executable, "-m", "tango", "--settings", str(REPO / "tango.yml"), "run", str(file), "-j", str(args.jobs),
-                   "-w", f"local://{args.workspace.resolve()}"]
-        returncode = subprocess.run(command, cwd=REPO).returncode
-        after = cached_entries(args.workspace)
-        record = {"file": file.name, "jobs": args.jobs, "threads": os.environ.get("OMP_NUM_THREADS", "all"),
-                  "note": args.note, "wall_s": round(time.monotonic() - start, 1), "returncode": returncode,
-                  "cache_entries_before": len(before), "added": len(after - before), "added_steps": sorted(after - before)}
-        with RECORD.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
-        print(f"campaign: {file.name}: {record['wall_s'] / 60:.1f} min, {record['added']} new cache entries", flush=True)
+    run_and_record(files, args.jobs, args.workspace, args.note, RECORD)
     return 0
 
 

@@ -484,6 +484,10 @@ RECORD_ROW_KEYS = {
     "Fine-tuning runs (one per task, encoder and seed)": ("scale", "table", "row", "column", "seed"),
     "Seed noise": ("table", "row", "column", "scale"),
 }
+# Sections where a row of record with more seeds than the cache's row of the same name is kept beside
+# it (†), as the paper tables prefer the result with the most seeds: a 3-seed rerun on another box
+# does not erase a 5-seed result of record.
+RECORD_ROW_MORE_IS_KEPT = {"Seed noise": "seeds"}
 KEPT = "†"
 KEPT_NOTE = f"{KEPT} not in the cache that wrote this report: the committed record's row, kept."
 
@@ -513,11 +517,19 @@ def _unkept(cell: str) -> str:
     return cell.replace(KEPT, "").strip()
 
 
-def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str]) -> str:
+def _count(cell: str) -> int:
+    try:
+        return int(_unkept(cell))
+    except ValueError:
+        return 0
+
+
+def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str], more_is_kept: Optional[str] = None) -> str:
     """``body`` (a section as this cache writes it) plus every row of ``recorded`` (the committed
     section) whose ``key_columns`` cells name no row of body's table, marked †; columns are
-    matched by header, a column the record lacks reads —. The pretraining section's per-run
-    bullet lines are kept the same way, by their label."""
+    matched by header, a column the record lacks reads —. With ``more_is_kept`` (a count column,
+    e.g. seeds), a record row whose count exceeds that of body's row of the same name is kept too,
+    after it. The pretraining section's per-run bullet lines are kept the same way, by their label."""
     old_lines = recorded.splitlines()
     old_table = _first_table(old_lines)
     if old_table is None:
@@ -534,11 +546,14 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str]) -> 
         table = (at, at + 2)
     header = _cells(lines[table[0]])
     name_of = lambda row: tuple(_unkept(row.get(column, "")) for column in key_columns)  # noqa: E731
-    names = {name_of(dict(zip(header, _cells(line)))) for line in lines[table[0] + 2:table[1]]}
+    names = {}
+    for line in lines[table[0] + 2:table[1]]:
+        row = dict(zip(header, _cells(line)))
+        names[name_of(row)] = max(names.get(name_of(row), 0), _count(row.get(more_is_kept, ""))) if more_is_kept else 0
     kept = []
     for row in old_rows:
         name = name_of(row)
-        if name in names:
+        if name in names and not (more_is_kept and _count(row.get(more_is_kept, "")) > names[name]):
             continue
         cells = [row.get(column, "—") for column in header]
         cells[0] = cells[0] if KEPT in cells[0] else f"{cells[0]} {KEPT}"
@@ -588,7 +603,8 @@ def keep_record(report: str, recorded: str, report_dir: Optional[Path] = None) -
     for part in parts:
         title, _, body = part.partition("\n")
         if title.strip() in RECORD_ROW_KEYS and title.strip() in old:
-            body = keep_recorded_rows(body.lstrip("\n"), old[title.strip()], RECORD_ROW_KEYS[title.strip()])
+            body = keep_recorded_rows(body.lstrip("\n"), old[title.strip()], RECORD_ROW_KEYS[title.strip()],
+                                      RECORD_ROW_MORE_IS_KEPT.get(title.strip()))
             body = "\n" + body
         elif title.strip() in RECORD_FIGURES and title.strip() in old:
             body = "\n" + keep_recorded_figures(body.lstrip("\n"), old[title.strip()], report_dir)

@@ -317,3 +317,22 @@ def test_committed_curves_keep_their_lines_when_a_partial_cache_redraws_them(tmp
     before = figure.read_bytes()
     assert curves.draw_curves([], tmp_path, keep_recorded=True) == []
     assert figure.read_bytes() == before and not figure.with_suffix(".json").exists()
+
+
+def test_a_seed_noise_row_of_record_with_more_seeds_is_kept_beside_the_caches():
+    """A 3-seed cached row does not erase the record's 5-seed row of the same cell (kept after it,
+    †); a record row with no more seeds than the cache's gives way; a second rewrite changes nothing."""
+    header = ["| table | row | column | scale | seeds | test |", "|---|---|---|---|---|---|"]
+    recorded = "\n".join(["# Results", "", "## Seed noise", "", "note", "", *header,
+                           "| table2 | MXPT-SLA | wolof | cpu | 5 | 68.37 ± 0.68 |",
+                           "| table2 | M | wolof | cpu | 3 | 68.00 ± 0.10 |", "", "## Pretraining step benchmark", "", "x", ""])
+    fresh = "\n".join(["# Results", "", "## Seed noise", "", "note", "", *header,
+                        "| table2 | MXPT-SLA | wolof | cpu | 3 | 67.46 ± 0.17 |",
+                        "| table2 | M | wolof | cpu | 5 | 68.51 ± 0.36 |", "", "## Pretraining step benchmark", "", "x", ""])
+    merged = report.keep_record(fresh, recorded)
+    rows = report.report_sections(merged)["Seed noise"].splitlines()
+    assert "| table2 | MXPT-SLA | wolof | cpu | 3 | 67.46 ± 0.17 |" in rows
+    assert "| table2 † | MXPT-SLA | wolof | cpu | 5 | 68.37 ± 0.68 |" in rows
+    assert not any("68.00" in line for line in rows)
+    assert report.keep_record(merged, merged) == merged
+    assert report.keep_record(merged, recorded) == merged
