@@ -212,7 +212,7 @@ def factor_rows(cells: Sequence[Cell]) -> List[Tuple[str, str, str, str, str]]:
                 cell_key = (table, value if cell_encoder == "*" else cell_encoder, value if cell_regime == "*" else cell_regime)
                 base_key = (table, value if base_encoder == "*" else base_encoder, value if base_regime == "*" else base_regime)
                 if cell_key in by_key and base_key in by_key:
-                    difference = paired_difference(by_key[cell_key].result, by_key[base_key].result, shared_only=True)
+                    difference = paired_difference(by_key[cell_key].result, by_key[base_key].result)
                     where = f"regime {value}" if cell_encoder != "*" else f"encoder {value}"
                     recorded = " †" if by_key[cell_key].recorded or by_key[base_key].recorded else ""
                     rows.append((task, what, where, difference.text() + recorded, str(difference.n)))

@@ -1,8 +1,10 @@
 """Each condition's difference from µB-M, paired by seed, with a 95 % t-interval.
 
 For seeds s shared by both cells, d_s = condition_s − M_s; the interval is mean(d) ± t(0.975, n−1)
-· sd(d) / √n. Pairing removes what one seed's fine-tuning does to both cells alike. A cell pair with
-different seed sets is reported as unpaired, not paired by position.
+· sd(d) / √n. Pairing removes what one seed's fine-tuning does to both cells alike. When one cell has
+more seeds (µB-M at 42–46, a condition at 42–44), the pair is taken over the shared seeds and the
+figure says how many; a cell pair with no seed in common is reported as unpaired, never paired by
+position.
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ class Difference:
             return self.note or "—"
         if self.half_width is None:
             return f"{self.mean:+.2f} ({self.note})"
-        return f"{self.mean:+.2f} ± {self.half_width:.2f}"
+        return f"{self.mean:+.2f} ± {self.half_width:.2f}" + (f" ({self.note})" if self.note else "")
 
 
 def per_seed(result: dict) -> Optional[Dict[int, float]]:
@@ -55,19 +57,20 @@ def per_seed(result: dict) -> Optional[Dict[int, float]]:
     return dict(zip(seeds, values))
 
 
-def paired_difference(condition: dict, baseline: dict, shared_only: bool = False) -> Difference:
-    """condition − baseline over the seeds both cells were fine-tuned with (``shared_only``: over
-    the seeds they share, when one cell has more)."""
+def paired_difference(condition: dict, baseline: dict) -> Difference:
+    """condition − baseline over the seeds both cells were fine-tuned with; when one cell has seeds
+    the other lacks, over the shared ones, noted ("3 shared seeds")."""
     ours, base = per_seed(condition), per_seed(baseline)
     if ours is None or base is None:
         return Difference(None, None, 0, "per-seed values not recorded")
-    if shared_only and set(ours) & set(base):
-        ours = {seed: value for seed, value in ours.items() if seed in base}
-        base = {seed: value for seed, value in base.items() if seed in ours}
-    if set(ours) != set(base):
+    shared = sorted(set(ours) & set(base))
+    if not shared:
         return Difference(None, None, 0, f"unpaired seeds ({' '.join(map(str, sorted(ours)))} vs {' '.join(map(str, sorted(base)))})")
-    differences = [ours[seed] - base[seed] for seed in sorted(ours)]
-    return interval(differences)
+    difference = interval([ours[seed] - base[seed] for seed in shared])
+    if set(ours) == set(base):
+        return difference
+    note = f"{len(shared)} shared seed{'s' if len(shared) > 1 else ''}" + (f", {difference.note}" if difference.note else "")
+    return Difference(difference.mean, difference.half_width, difference.n, note)
 
 
 def interval(differences: Sequence[float]) -> Difference:

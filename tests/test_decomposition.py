@@ -42,9 +42,9 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     assert len(rows) == 2  # no other factor has both cells
     five = {"seeds": [1, 2, 3, 4, 5], "test": {"values": [60.0, 61.0, 62.0, 70.0, 70.0]}}
     three = {"seeds": [1, 2, 3], "test": {"values": [61.0, 63.0, 62.0]}}
-    shared = decomposition.paired_difference(three, five, shared_only=True)  # seeds 1-3 only: 1, 2, 0
-    assert (shared.n, shared.text()) == (3, f"+1.00 ± {half:.2f}")
-    assert decomposition.paired_difference(three, five).n == 0  # the paper tables stay strict
+    shared = decomposition.paired_difference(three, five)  # seeds 1-3 only: 1, 2, 0
+    assert (shared.n, shared.text()) == (3, f"+1.00 ± {half:.2f} (3 shared seeds)")
+    assert decomposition.paired_difference(three, three).text() == f"+0.00 ± 0.00"  # same seeds: no note
     assert effort[("decomposition:ud", "cpu", "paper_tenth")][:2] == (5000, 15)
     text = decomposition.markdown(cells, effort)
     assert "| cpu | 62.00 ± 1.00<br>dev 63.00<br>1,500 steps (best epoch 19.0) | — | 66.00 ± 1.00<br>dev 67.00<br>5,000 steps (best epoch 15.0) | — |" in text

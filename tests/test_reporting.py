@@ -130,6 +130,14 @@ def test_paired_interval_by_hand():
     # unpaired seeds are said, not paired by position
     assert paired_difference({"seeds": [6], "test": {"values": [1.0]}}, m).text().startswith("unpaired seeds")
     assert interval([2.0]).text() == "+2.00 (1 seed, no interval)"
+    # a condition with 3 of µB-M's 5 seeds pairs over those 3, and says so
+    three = {"seeds": [2, 1, 3], "test": {"values": [71.4, 71.5, 70.4]}}
+    shared = paired_difference(three, m)
+    first = differences[:3]
+    sd3 = statistics.stdev(first)
+    assert shared.n == 3 and shared.mean == pytest.approx(statistics.fmean(first))
+    assert shared.text() == f"{statistics.fmean(first):+.2f} ± {4.302653 * sd3 / math.sqrt(3):.2f} (3 shared seeds)"
+    assert paired_difference({"seeds": [1, 9], "test": {"values": [71.5, 0.0]}}, m).text() == "+1.40 (1 shared seed, 1 seed, no interval)"
     assert paired_difference({"seeds": [1], "test": {"values": None}}, m).mean is None
     assert statistics.fmean(differences) == pytest.approx(mean)
 
