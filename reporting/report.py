@@ -570,7 +570,8 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str], mor
             intro = next((line for line in old_lines[old_table[1]:] if line and not line.startswith(("- ", KEPT))), None)
             lines += ["", intro, ""] if intro else [""]
         lines += kept_bullets
-    return "\n".join(lines).rstrip("\n") + f"\n\n{KEPT_NOTE}\n"
+    text = "\n".join(lines).rstrip("\n")
+    return text + "\n" if KEPT_NOTE in text else text + f"\n\n{KEPT_NOTE}\n"
 
 
 # Sections of figures: a committed figure this cache does not redraw is kept, if its file still is.

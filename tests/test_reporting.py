@@ -344,3 +344,5 @@ def test_a_seed_noise_row_of_record_with_more_seeds_is_kept_beside_the_caches():
     assert not any("68.00" in line for line in rows)
     assert report.keep_record(merged, merged) == merged
     assert report.keep_record(merged, recorded) == merged
+    older = recorded.replace("| table2 | M | wolof | cpu | 3 |", "| table3 | M | wolof | cpu | 9 |")
+    assert report.report_sections(report.keep_record(merged, older))["Seed noise"].count(report.KEPT_NOTE) == 1
