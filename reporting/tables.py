@@ -491,6 +491,11 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
 RELATED_COLUMNS = (("related:ud", "UD LAS"), ("related:ner", "NER F1"), ("mlm:accuracy", "MLM acc."))
 MLM_COLUMNS = (("mlm:accuracy", "all"), ("mlm:bin1", "bin 1 (rarest)"), ("mlm:bin2", "bin 2"), ("mlm:bin3", "bin 3"),
                ("mlm:bin4", "bin 4"), ("mlm:bin5", "bin 5"), ("mlm:word_completion", "word completion"))
+# One pretraining per encoder: an MLM figure has no seed spread, so its table has no Δ intervals.
+MLM_NOTE = ("One pretrained encoder per row (pretraining seed 42), scored on the first 100 UD dev sentences; no seed "
+            "spread, so no intervals. The bins cut the vocabulary's types into fifths by training count, so bins 1-4 "
+            "hold few dev tokens (the counts are in each `mlm_accuracy` result's metrics.json). Word completion: over "
+            "continuation pieces, a guess that makes the word a training word type.")
 SEED_FINDINGS = {
     "A": "Edman et al. (seed 003), band attention NLM-A: below NLM-C on MLM accuracy (and worse as the "
          "window grows), but the best model downstream (NLI, POS), since the band stays on at fine-tuning.",
@@ -531,7 +536,8 @@ def related_rows(cells: Sequence[Cell], scale: str, tables: Sequence[str]) -> Li
 RELATED_DEFAULT_LANGUAGES = ("wolof",)
 
 
-def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS, title: str = "") -> str:
+def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS, title: str = "", note: str = "",
+                     deltas: bool = True) -> str:
     tables = [table for table, _ in columns]
     by_key = {(c.table, c.row, c.column): c for c in cells if c.scale == scale and c.table in tables}
     languages = sorted({c.column for c in by_key.values() if c.result is not None}) or list(RELATED_DEFAULT_LANGUAGES)
@@ -543,11 +549,15 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
         lines.append(f"| {_row_title(row)} | " + " | ".join(texts) + " |")
     if not any(cell.result for cell in by_key.values()):
         lines += ["", "— not in this cache (not run yet, or run with another config)."]
+    if note:
+        lines += ["", note]
     families = list(dict.fromkeys(f for f in map(_related_family, rows) if f in SEED_FINDINGS))
     if families:
         lines += ["", "What each seed paper found, for comparison:", ""]
         lines += [f"- {', '.join(_row_title(r) for r in rows if _related_family(r) == family)}: {SEED_FINDINGS[family]}"
                   for family in families]
+    if not deltas:
+        return "\n".join(lines) + "\n"
     deltas = []
     for row in rows:
         if row == "M":
@@ -573,10 +583,11 @@ def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[
             continue
         directory = out_dir / scale
         directory.mkdir(parents=True, exist_ok=True)
-        for stem, columns, title in (("related", RELATED_COLUMNS, "Related biases: UD LAS, NER F1, MLM accuracy (%)"),
-                                     ("mlm_accuracy", MLM_COLUMNS, "MLM accuracy (%), one token masked at a time, by training-frequency bin")):
+        for stem, columns, title, extra in (("related", RELATED_COLUMNS, "Related biases: UD LAS, NER F1, MLM accuracy (%)", {}),
+                                            ("mlm_accuracy", MLM_COLUMNS, "MLM accuracy (%), one token masked at a time, by training-frequency bin",
+                                             {"note": MLM_NOTE, "deltas": False})):
             target = directory / f"{stem}.md"
-            target.write_text(related_markdown(cells, scale, columns, title), encoding="utf-8")
+            target.write_text(related_markdown(cells, scale, columns, title, **extra), encoding="utf-8")
             written.append(target)
     return written
 

@@ -191,3 +191,17 @@ def test_related_table_shows_languages_with_results_and_each_finding_once():
     text = tables.related_markdown(filled, "cpu", title="Related")
     assert "Wolof" not in text and "| µB-M-A5 | 81.00 ± 1.00 | — | — |" in text
     assert "| µB-M-A5 | Maltese UD LAS | +1.00 " in text and "not in this cache" not in text
+
+
+def test_mlm_accuracy_table_says_what_its_bins_are_and_has_no_intervals(tmp_path):
+    """One pretraining per row gives no seed spread: mlm_accuracy.md carries the note on bins and no
+    Δ section; related.md keeps its Δ lines."""
+    def cell(table, row, value):
+        return tables.Cell(table, "cpu", row, "wolof", {"seeds": [42], "n": 1, "test": {"mean": value, "sd": 0.0, "values": [value]}})
+
+    cells = [cell(table, row, value) for table, _ in tables.MLM_COLUMNS for row, value in (("M", 8.0), ("C5", 18.0))]
+    tables.write_related_tables(cells, tmp_path)
+    mlm = (tmp_path / "cpu" / "mlm_accuracy.md").read_text()
+    assert "| µB-C5 | 18.00 |" in mlm and tables.MLM_NOTE in mlm and "Difference from µB-M" not in mlm
+    related = (tmp_path / "cpu" / "related.md").read_text()
+    assert "| µB-C5 | Wolof MLM acc. | +10.00 (1 seed, no interval) |" in related and tables.MLM_NOTE not in related
