@@ -355,24 +355,31 @@ def dev_values_text(result: Optional[Dict]) -> str:
     return " ".join("" if v is None else f"{v:.4f}" for v in values) if all(v is not None for v in values) else ""
 
 
+def csv_line(table: str, scale: str, row: str, column: str, cell: Optional[Cell], mean: Optional[float] = None,
+             paper: Optional[float] = None, delta: Optional[Difference] = None) -> list:
+    """One cell as a CSV_FIELDS row, the form `record_cells` reads back (``mean``: the shown mean, e.g.
+    an avg column's; default the cell's own)."""
+    result = cell.result if cell else None
+    if mean is None and result:
+        mean = result["test"]["mean"]
+    number = lambda value: "" if value is None else f"{value:.4f}"  # noqa: E731
+    return [table, scale, row, column, number(mean), number(result["test"]["sd"] if result else None),
+            " ".join(map(str, result["seeds"])) if result else "", "" if paper is None else paper,
+            " ".join(f"{v:.4f}" for v in result["test"].get("values") or []) if result else "",
+            ("record" if cell.recorded else "cache") if result else ("damaged" if cell and cell.damaged else ""),
+            number(delta.mean if delta else None), number(delta.half_width if delta else None),
+            delta.n if delta and delta.mean is not None else "", delta.note if delta else "",
+            dev_values_text(result)]
+
+
 def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -> str:
     by_key = {(c.row, c.column): c for c in cells if c.table == table and c.scale == scale}
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_FIELDS)
-    number = lambda value: "" if value is None else f"{value:.4f}"  # noqa: E731
     for row, entries in table_rows:
         for column, entry in zip(columns, entries):
-            cell = by_key.get((row, column))
-            result = cell.result if cell else None
-            delta = entry.delta
-            writer.writerow([table, scale, row, column, number(entry.mean), number(result["test"]["sd"] if result else None),
-                             " ".join(map(str, result["seeds"])) if result else "", "" if entry.paper is None else entry.paper,
-                             " ".join(f"{v:.4f}" for v in result["test"].get("values") or []) if result else "",
-                             ("record" if cell.recorded else "cache") if result else ("damaged" if cell and cell.damaged else ""),
-                             number(delta.mean if delta else None), number(delta.half_width if delta else None),
-                             delta.n if delta and delta.mean is not None else "", delta.note if delta else "",
-                             dev_values_text(result)])
+            writer.writerow(csv_line(table, scale, row, column, by_key.get((row, column)), entry.mean, entry.paper, entry.delta))
     return out.getvalue()
 
 
@@ -536,12 +543,25 @@ def related_rows(cells: Sequence[Cell], scale: str, tables: Sequence[str]) -> Li
 RELATED_DEFAULT_LANGUAGES = ("wolof",)
 
 
-def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS, title: str = "", note: str = "",
-                     deltas: bool = True) -> str:
+def _related_layout(cells: Sequence[Cell], scale: str, columns):
+    """(cells by (table, row, language), languages shown, rows shown) of one related table."""
     tables = [table for table, _ in columns]
     by_key = {(c.table, c.row, c.column): c for c in cells if c.scale == scale and c.table in tables}
     languages = sorted({c.column for c in by_key.values() if c.result is not None}) or list(RELATED_DEFAULT_LANGUAGES)
-    rows = related_rows(cells, scale, tables)
+    return by_key, languages, related_rows(cells, scale, tables)
+
+
+def _related_delta(by_key, table: str, row: str, language: str) -> Optional[Difference]:
+    """A related row's paired difference from µB-M in one column, where both have a result."""
+    cell, baseline = by_key.get((table, row, language)), by_key.get((table, "M", language))
+    if row == "M" or not (cell and cell.result and baseline and baseline.result):
+        return None
+    return paired_difference(cell.result, baseline.result)
+
+
+def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS, title: str = "", note: str = "",
+                     deltas: bool = True) -> str:
+    by_key, languages, rows = _related_layout(cells, scale, columns)
     header = "| model | " + " | ".join(f"{short_title(lang)} {name}" for lang in languages for _, name in columns)
     lines = [f"### {title} — {scale} scale", "", header + " |", "|---|" + "---|" * (len(languages) * len(columns))]
     for row in rows:
@@ -549,6 +569,8 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
         lines.append(f"| {_row_title(row)} | " + " | ".join(texts) + " |")
     if not any(cell.result for cell in by_key.values()):
         lines += ["", "— not in this cache (not run yet, or run with another config)."]
+    if any(cell.result and cell.recorded for cell in by_key.values()):
+        lines += ["", "† not in the cache that wrote this table: the committed record's value, kept."]
     if note:
         lines += ["", note]
     families = list(dict.fromkeys(f for f in map(_related_family, rows) if f in SEED_FINDINGS))
@@ -558,37 +580,60 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
                   for family in families]
     if not deltas:
         return "\n".join(lines) + "\n"
-    deltas = []
-    for row in rows:
-        if row == "M":
-            continue
-        for lang in languages:
-            for table, name in columns:
-                cell, baseline = by_key.get((table, row, lang)), by_key.get((table, "M", lang))
-                if cell and cell.result and baseline and baseline.result:
-                    deltas.append(f"| {_row_title(row)} | {short_title(lang)} {name} | {paired_difference(cell.result, baseline.result).text()} |")
+    deltas = [f"| {_row_title(row)} | {short_title(lang)} {name} | {delta.text()} |"
+              for row in rows for lang in languages for table, name in columns
+              for delta in [_related_delta(by_key, table, row, lang)] if delta is not None]
     if deltas:
         lines += ["", "Difference from µB-M, mean ± 95 % t-interval over seeds, paired by seed:", "",
                   "| model | column | Δ |", "|---|---|---|"] + deltas
     return "\n".join(lines) + "\n"
 
 
+def related_csv(cells: Sequence[Cell], scale: str, columns) -> str:
+    """Every cell a related table shows, in the paper tables' CSV form (CSV_FIELDS), so
+    `record_cells` reads them back when the cache that made them is gone."""
+    by_key, languages, rows = _related_layout(cells, scale, columns)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_FIELDS)
+    for row in rows:
+        for language in languages:
+            for table, _ in columns:
+                writer.writerow(csv_line(table, scale, row, language, by_key.get((table, row, language)),
+                                         delta=_related_delta(by_key, table, row, language)))
+    return out.getvalue()
+
+
+RELATED_TABLES = (("related", RELATED_COLUMNS, "Related biases: UD LAS, NER F1, MLM accuracy (%)", {}),
+                  ("mlm_accuracy", MLM_COLUMNS, "MLM accuracy (%), one token masked at a time, by training-frequency bin",
+                   {"note": MLM_NOTE, "deltas": False}))
+
+
+def related_scales(cells: Sequence[Cell], with_results: bool = False) -> List[str]:
+    """The scales with a cell (``with_results``: a cell with a result) in a related table."""
+    tables = {table for table, _ in RELATED_COLUMNS + MLM_COLUMNS}
+    return sorted({c.scale for c in cells if c.table in tables and (c.result or not with_results)})
+
+
+def related_summary(cells: Sequence[Cell]) -> str:
+    """Both related tables of every scale with a result in them, as one Markdown string."""
+    return "\n".join(related_markdown(cells, scale, columns, title, **extra)
+                     for scale in related_scales(cells, with_results=True) for _, columns, title, extra in RELATED_TABLES)
+
+
 def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence[str]] = None) -> List[Path]:
-    """related.md (UD LAS, NER F1, MLM accuracy) and mlm_accuracy.md (overall, 5 frequency bins, word
-    completion) for every scale with related cells."""
-    related_tables = {table for table, _ in RELATED_COLUMNS + MLM_COLUMNS}
+    """related.md/.csv (UD LAS, NER F1, MLM accuracy) and mlm_accuracy.md/.csv (overall, 5 frequency
+    bins, word completion) for every scale with related cells. Pass the cache's cells merged with
+    the record's (`merge_record`) to keep the record's rows (marked †)."""
     written = []
-    for scale in sorted({c.scale for c in cells if c.table in related_tables} if scales is None else scales):
-        if not any(c.scale == scale and c.table in related_tables for c in cells):
-            continue
+    for scale in related_scales(cells) if scales is None else [s for s in scales if s in related_scales(cells)]:
         directory = out_dir / scale
         directory.mkdir(parents=True, exist_ok=True)
-        for stem, columns, title, extra in (("related", RELATED_COLUMNS, "Related biases: UD LAS, NER F1, MLM accuracy (%)", {}),
-                                            ("mlm_accuracy", MLM_COLUMNS, "MLM accuracy (%), one token masked at a time, by training-frequency bin",
-                                             {"note": MLM_NOTE, "deltas": False})):
-            target = directory / f"{stem}.md"
-            target.write_text(related_markdown(cells, scale, columns, title, **extra), encoding="utf-8")
-            written.append(target)
+        for stem, columns, title, extra in RELATED_TABLES:
+            for target, text in ((directory / f"{stem}.md", related_markdown(cells, scale, columns, title, **extra)),
+                                 (directory / f"{stem}.csv", related_csv(cells, scale, columns))):
+                target.write_text(text, encoding="utf-8")
+                written.append(target)
     return written
 
 
@@ -652,7 +697,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         written = write_tables(merge_record(cells, record), out, args.scale)
     else:
         written = write_tables(cells, out, args.scale or sorted({c.scale for c in cells + record}), record)
-    for path in write_related_tables(cells, out, args.scale):
+    for path in write_related_tables(merge_record(cells, record) if args.update_docs else cells, out, args.scale):
         written.setdefault(path.parent.name, []).append(path)
     if not args.experiments:  # the Wolof gap decomposition (issue 14), beside the tables
         from reporting import decomposition

@@ -205,3 +205,44 @@ def test_mlm_accuracy_table_says_what_its_bins_are_and_has_no_intervals(tmp_path
     assert "| µB-C5 | 18.00 |" in mlm and tables.MLM_NOTE in mlm and "Difference from µB-M" not in mlm
     related = (tmp_path / "cpu" / "related.md").read_text()
     assert "| µB-C5 | Wolof MLM acc. | +10.00 (1 seed, no interval) |" in related and tables.MLM_NOTE not in related
+
+
+def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path):
+    """related.csv / mlm_accuracy.csv are read back by record_cells like the paper tables' CSVs, so a
+    regeneration from a cache without those cells keeps the record's values (marked †), per seed."""
+    def cell(table, row, values, dev=None):
+        result = {"seeds": [42, 43, 44][:len(values)], "n": len(values),
+                  "test": {"mean": sum(values) / len(values), "sd": 0.5 if len(values) > 1 else 0.0, "values": values}}
+        if dev:
+            result["dev"] = {"mean": sum(dev) / len(dev), "sd": 0.1, "values": dev}
+        return tables.Cell(table, "cpu", row, "wolof", result)
+
+    cached = [cell("related:ud", "M", [68.0, 68.5, 69.0], dev=[70.0, 70.5, 71.0]),
+              cell("related:ud", "M-A5", [69.0, 70.0, 70.5]),
+              cell("mlm:accuracy", "C5", [18.25]), cell("mlm:bin1", "C5", [3.5]), cell("mlm:accuracy", "M", [8.0])]
+    record_dir = tmp_path / "record"
+    tables.write_related_tables(cached, record_dir)
+    assert {p.name for p in (record_dir / "cpu").iterdir()} == {"related.md", "related.csv", "mlm_accuracy.md", "mlm_accuracy.csv"}
+
+    record = tables.record_cells(record_dir)
+    by_key = {(c.table, c.row): c for c in record}
+    assert by_key[("related:ud", "M")].result["test"]["values"] == [68.0, 68.5, 69.0]
+    assert by_key[("related:ud", "M")].result["dev"]["values"] == [70.0, 70.5, 71.0]
+    assert by_key[("mlm:bin1", "C5")].result["test"]["mean"] == 3.5 and by_key[("mlm:bin1", "C5")].recorded
+
+    # A later cache knows the same cells but has none of their results, and one new row.
+    later = [tables.Cell(c.table, "cpu", c.row, "wolof") for c in cached] + [cell("mlm:accuracy", "H", [9.0])]
+    out = tmp_path / "again"
+    tables.write_related_tables(tables.merge_record(later, record), out)
+    related = (out / "cpu" / "related.md").read_text()
+    assert "| µB-M-A5 | 69.83 ± 0.50 † |" in related and "† not in the cache that wrote this table" in related
+    assert "| µB-M-A5 | Wolof UD LAS | +1.33 ± " in related  # paired over the recorded per-seed values (1, 1.5, 1.5)
+    mlm = (out / "cpu" / "mlm_accuracy.md").read_text()
+    assert "| µB-C5 | 18.25 † | 3.50 † |" in mlm and "| µB-H | 9.00 |" in mlm
+    # Without the record the same cache shows nothing for them: the record is what kept them.
+    tables.write_related_tables(later, tmp_path / "bare")
+    assert "| µB-M-A5 | — |" in (tmp_path / "bare" / "cpu" / "related.md").read_text()
+    # RESULTS.md's section: both tables of a scale with a result, nothing for a cache without one.
+    summary = tables.related_summary(tables.merge_record(later, record))
+    assert summary.count("### Related biases") == 1 and summary.count("### MLM accuracy") == 1
+    assert tables.related_summary([tables.Cell(c.table, "cpu", c.row, "wolof") for c in cached]) == ""
