@@ -525,7 +525,7 @@ def _related_family(row: str) -> Optional[str]:
         return "C"
     if row == "H" or row.startswith("H-"):
         return "H"
-    if row in ("trigram", "ngram"):
+    if row in ("trigram-LM", "trigram", "ngram"):
         return "ngram"
     if "G" in row.split("-")[-1] or "G" in row.split("-")[0]:
         return "G"
@@ -559,6 +559,20 @@ def _related_delta(by_key, table: str, row: str, language: str) -> Optional[Diff
     return paired_difference(cell.result, baseline.result)
 
 
+def _ranking_lines(by_key, languages, rows, column) -> List[str]:
+    """The rows ordered by their mean in the table's first column, per language, to set beside the
+    seed papers' findings (e.g. Edman et al.'s NLM < NLM-H < NLM-A < NLM-C ≈ SLM)."""
+    table, name = column
+    lines = []
+    for language in languages:
+        ranked = sorted(((by_key[(table, row, language)].mean, row) for row in rows
+                         if (table, row, language) in by_key and by_key[(table, row, language)].result), reverse=True)
+        if len(ranked) > 2:
+            order = " > ".join(f"{_row_title(row)} {mean:.2f}" for mean, row in ranked)
+            lines += ["", f"Here, {short_title(language)} {name}, best first: {order}."]
+    return lines
+
+
 def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS, title: str = "", note: str = "",
                      deltas: bool = True) -> str:
     by_key, languages, rows = _related_layout(cells, scale, columns)
@@ -573,6 +587,7 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
         lines += ["", "† not in the cache that wrote this table: the committed record's value, kept."]
     if note:
         lines += ["", note]
+    lines += _ranking_lines(by_key, languages, rows, columns[0])
     families = list(dict.fromkeys(f for f in map(_related_family, rows) if f in SEED_FINDINGS))
     if families:
         lines += ["", "What each seed paper found, for comparison:", ""]

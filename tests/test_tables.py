@@ -239,6 +239,9 @@ def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path
     assert "| µB-M-A5 | Wolof UD LAS | +1.33 ± " in related  # paired over the recorded per-seed values (1, 1.5, 1.5)
     mlm = (out / "cpu" / "mlm_accuracy.md").read_text()
     assert "| µB-C5 | 18.25 † | 3.50 † |" in mlm and "| µB-H | 9.00 |" in mlm
+    assert "Here, Wolof all, best first: µB-C5 18.25 > µB-H 9.00 > µB-M 8.00." in mlm
+    assert "- trigram-LM: Edman et al.: with 10k sentences a trigram LM beats" in tables.related_markdown(
+        [cell("mlm:accuracy", "trigram-LM", [30.0])], "cpu", tables.MLM_COLUMNS)
     # Without the record the same cache shows nothing for them: the record is what kept them.
     tables.write_related_tables(later, tmp_path / "bare")
     assert "| µB-M-A5 | — |" in (tmp_path / "bare" / "cpu" / "related.md").read_text()
