@@ -3,7 +3,7 @@
 recorded. Not run by the tests.
 
     python benchmarks/related_campaign.py --dry-run                        # the files, nothing run
-    nohup python benchmarks/related_campaign.py --mlm-only &               # pretraining + MLM accuracy (~80 min)
+    nohup python benchmarks/related_campaign.py --mlm-only &               # pretraining + MLM accuracy (97 min cold, 2 cores)
     nohup python benchmarks/related_campaign.py --conditions m_a13 c5 &    # whole cells: + UD/NER, 3 seeds
 
 `--mlm-only` runs only the MLM-accuracy cells (`-s mlm_<metric>_cell`) and what they need: the
