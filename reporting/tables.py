@@ -281,7 +281,7 @@ def to_markdown(title: str, columns, table_rows) -> str:
     if any(e.text == "damaged" for _, entries in table_rows for e in entries):
         notes.append("damaged: the cache entry exists but its result cannot be read; see the command's output.")
     if any("†" in e.text for _, entries in table_rows for e in entries):
-        notes.append("† not in the cache that wrote this table: the committed record's value, kept.")
+        notes.append(RECORD_KEPT_NOTE)
     text = "\n".join(lines) + "\n" + ("\n" + " ".join(notes) + "\n" if notes else "")
     return text + delta_markdown(columns, table_rows) + variant_markdown(columns, table_rows)
 
@@ -345,6 +345,7 @@ def to_latex(title: str, columns, table_rows) -> str:
     return "\n".join(lines) + "\n"
 
 
+RECORD_KEPT_NOTE = "† not in the cache that wrote this table: the committed record's value, kept."
 CSV_FIELDS = ["table", "scale", "row", "column", "ours_mean", "ours_sd", "seeds", "paper", "test_values", "source",
               "delta_vs_m", "delta_ci95", "delta_seeds", "delta_note", "dev_values"]
 
@@ -525,7 +526,7 @@ def _related_family(row: str) -> Optional[str]:
         return "C"
     if row == "H" or row.startswith("H-"):
         return "H"
-    if row in ("trigram-LM", "trigram", "ngram"):
+    if row == "trigram-LM":
         return "ngram"
     if "G" in row.split("-")[-1] or "G" in row.split("-")[0]:
         return "G"
@@ -584,7 +585,7 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
     if not any(cell.result for cell in by_key.values()):
         lines += ["", "— not in this cache (not run yet, or run with another config)."]
     if any(cell.result and cell.recorded for cell in by_key.values()):
-        lines += ["", "† not in the cache that wrote this table: the committed record's value, kept."]
+        lines += ["", RECORD_KEPT_NOTE]
     if note:
         lines += ["", note]
     lines += _ranking_lines(by_key, languages, rows, columns[0])
@@ -640,8 +641,8 @@ def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[
     """related.md/.csv (UD LAS, NER F1, MLM accuracy) and mlm_accuracy.md/.csv (overall, 5 frequency
     bins, word completion) for every scale with related cells. Pass the cache's cells merged with
     the record's (`merge_record`) to keep the record's rows (marked †)."""
-    written = []
-    for scale in related_scales(cells) if scales is None else [s for s in scales if s in related_scales(cells)]:
+    written, found = [], related_scales(cells)
+    for scale in found if scales is None else [s for s in scales if s in found]:
         directory = out_dir / scale
         directory.mkdir(parents=True, exist_ok=True)
         for stem, columns, title, extra in RELATED_TABLES:
@@ -708,11 +709,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cells = [c for c in cells if c.scale in args.scale]
         record = [c for c in record if c.scale in args.scale]
     cached = [c for c in cells if c.result]
+    # The record's cells join this cache's when the record itself is rewritten; else they are shown beside.
+    shown = merge_record(cells, record) if args.update_docs else cells
     if args.update_docs:
-        written = write_tables(merge_record(cells, record), out, args.scale)
+        written = write_tables(shown, out, args.scale)
     else:
         written = write_tables(cells, out, args.scale or sorted({c.scale for c in cells + record}), record)
-    for path in write_related_tables(merge_record(cells, record) if args.update_docs else cells, out, args.scale):
+    for path in write_related_tables(shown, out, args.scale):
         written.setdefault(path.parent.name, []).append(path)
     if not args.experiments:  # the Wolof gap decomposition (issue 14), beside the tables
         from reporting import decomposition
