@@ -343,8 +343,8 @@ local pronto_tables = {
           model: s.pretrain.model,
           training: s.pretrain.training + { seed: seed },
           wandb: $.wandb_labels(language, condition, scale),
-        } + (if $.soft_labelled(condition) then { trigram_model: ref("trigram_model") } else {}),
-      } + (if $.soft_labelled(condition) then $.trigram_steps() else {})
+        } + (if $.soft_labelled(condition) then { soft_label_table: ref("soft_label_table") } else {}),
+      } + (if $.soft_labelled(condition) then $.soft_label_steps() else {})
       + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
                              pronto_missing_train=pronto_missing_train, column=$.column(language, corpus)),
@@ -365,6 +365,11 @@ local pronto_tables = {
   soft_labelled(condition):: std.length(std.findSubstr("H", (import "conditions.libsonnet").by_name[condition].objectives)) > 0,
   trigram_steps():: {
     trigram_model: { type: "build_trigram_model", pretraining_data: ref("pretraining_data"), tokenizer: ref("tokenizer") },
+  },
+  // H's labels at every position, scored once so a pretraining step only gathers them.
+  soft_label_steps():: $.trigram_steps() + {
+    soft_label_table: { type: "precompute_soft_labels", trigram_model: ref("trigram_model"),
+                        pretraining_data: ref("pretraining_data"), tokenizer: ref("tokenizer") },
   },
 
   // The control: a randomly initialised µBERT with the same vocabulary (and architecture as

@@ -25,7 +25,7 @@ around p (each masked position is handled separately, their footnote 4), for eve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -187,3 +187,81 @@ def soft_labels(scores: torch.Tensor, candidates: torch.Tensor, top: int = 100, 
     weights = ((best - low) / (high - low).clamp(min=1e-12)).pow(power)
     weights = torch.where(high > low, weights, torch.ones_like(weights))  # all candidates equal: uniform over the kept
     return ids, (weights / weights.sum(-1, keepdim=True)).float()
+
+
+def soft_labels_at(model: TrigramModel, ids: torch.Tensor, lengths: torch.Tensor, targets: torch.Tensor, candidates: torch.Tensor):
+    """(ids, probs) (N, 100) of the N ``targets`` (row, position) of the [CLS] … [SEP] rows ``ids``,
+    scored on those (original) ids: each position sees the other positions' original words."""
+    return soft_labels(model.candidate_log_scores(*model.position_contexts(ids, lengths, targets)), candidates)
+
+
+@dataclass
+class SoftLabelTable:
+    """H's soft labels of every word position of a fixed set of rows, computed once (a cached step)
+    so that a pretraining step only gathers them.  Row ``r`` ([CLS] w1 … wn [SEP]) owns entries
+    ``offsets[r] … offsets[r] + n − 1``, one per position 1 … n; a label depends on the row's ids
+    alone, so rows are keyed by their ids and repeated rows share their entries."""
+
+    vocab_size: int
+    offsets: Dict[Tuple[int, ...], int]
+    ids: torch.Tensor  # (P, k) int16 where the vocabulary fits, else int32
+    probs: torch.Tensor  # (P, k) float32, each row sums to 1
+
+    @classmethod
+    def from_rows(
+        cls, model: TrigramModel, rows: Iterable[Sequence[int]], candidates: torch.Tensor,
+        positions_per_chunk: int = 512, progress: Optional[Callable[[int], None]] = None,
+    ) -> "SoftLabelTable":
+        """Score every word position of ``rows`` with ``soft_labels_at``, ``positions_per_chunk`` at a
+        time (each holds three (positions, V) float64 tables); ``progress(n)`` after each n rows."""
+        unique: Dict[Tuple[int, ...], int] = {}
+        for row in rows:
+            key = tuple(int(i) for i in row)
+            if len(key) < 3:
+                raise ValueError(f"row {len(unique)} has no word between [CLS] and [SEP]: {list(key)}")
+            unique.setdefault(key, 0)
+        keys, offsets, start = list(unique), {}, 0
+        for key in keys:
+            offsets[key], start = start, start + len(key) - 2
+        id_dtype = torch.int16 if model.vocab_size <= torch.iinfo(torch.int16).max + 1 else torch.int32
+        ids_parts: List[torch.Tensor] = []
+        probs_parts: List[torch.Tensor] = []
+        chunk: List[Tuple[int, ...]] = []
+        for number, key in enumerate(keys, 1):
+            chunk.append(key)
+            if sum(len(k) - 2 for k in chunk) >= positions_per_chunk or number == len(keys):
+                ids, probs = cls._score(model, chunk, candidates)
+                ids_parts.append(ids.to(id_dtype))
+                probs_parts.append(probs)
+                if progress is not None:
+                    progress(len(chunk))
+                chunk = []
+        return cls(model.vocab_size, offsets, torch.cat(ids_parts), torch.cat(probs_parts))
+
+    @staticmethod
+    def _score(model: TrigramModel, rows: List[Tuple[int, ...]], candidates: torch.Tensor):
+        lengths = torch.tensor([len(row) for row in rows])
+        padded = torch.zeros(len(rows), int(lengths.max()), dtype=torch.long)
+        for r, row in enumerate(rows):
+            padded[r, : len(row)] = torch.tensor(row)
+        # Row-major (row, position 1 … n): the order the table stores them in.
+        targets = torch.cat([torch.stack([torch.full((len(row) - 2,), r), torch.arange(1, len(row) - 1)], 1) for r, row in enumerate(rows)])
+        return soft_labels_at(model, padded, lengths, targets, candidates)
+
+    def lookup(self, rows: Sequence[Sequence[int]], targets: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(ids long, probs) of ``targets`` (row, position ≥ 1) of ``rows`` (their unpadded ids)."""
+        starts, words = [], []
+        for r, row in enumerate(rows):
+            start = self.offsets.get(tuple(row))
+            if start is None:
+                raise ValueError(f"row {r} of the batch is not in the soft-label table (a table of other pretraining data?)")
+            starts.append(start)
+            words.append(len(row) - 2)
+        positions = targets[:, 1]
+        if bool(((positions < 1) | (positions > torch.tensor(words)[targets[:, 0]])).any()):
+            raise ValueError("soft labels exist for word positions only, not for [CLS], [SEP] or padding")
+        index = torch.tensor(starts, dtype=torch.long)[targets[:, 0]] + positions - 1
+        return self.ids[index].long(), self.probs[index]
+
+    def __len__(self) -> int:
+        return len(self.ids)

@@ -114,13 +114,15 @@ def pretrain_ablation_section(path: Path = PRETRAIN_ABLATION_JSONL) -> str:
         return "_not recorded: see benchmarks/pretrain_ablation.py_\n"
     records = read_jsonl(path)
     rows = [(r["experiment"], r["condition"], r["batch_size"], r["max_steps"], f"{r['lr']:g}", "yes" if r["bucket_by_length"] else "no",
-             r["threads"], r["minutes"], ", ".join(f"{step}: {loss:.2f}" for step, loss in r["dev_mlm_loss"].items()),
-             r.get("ud_dev_las"), r.get("ud_test_las"))
+             r["threads"], r.get("loader_workers", 0), r["minutes"], r.get("tokens_per_second"),
+             ", ".join(f"{step}: {loss:.2f}" for step, loss in r["dev_mlm_loss"].items()),
+             r.get("ud_dev_las"), r.get("ud_test_las"), r.get("note", ""))
             for r in records]
     return ("Recorded by `benchmarks/pretrain_ablation.py` on one cached Wolof dataset (runs with 1 thread ran two side by "
-            "side, so their minutes are not comparable; UD LAS where the encoder was also fine-tuned, seed 42).\n\n"
-            + markdown_table(["experiment", "condition", "batch", "steps", "lr", "length buckets", "threads", "min",
-                              "dev MLM loss (step: loss)", "UD dev LAS", "UD test LAS"], rows))
+            "side, so their minutes are not comparable; tokens/s is the loop's own clock at its last validation, where "
+            "recorded; UD LAS where the encoder was also fine-tuned, seed 42).\n\n"
+            + markdown_table(["experiment", "condition", "batch", "steps", "lr", "length buckets", "threads", "loader workers",
+                              "min", "tokens/s", "dev MLM loss (step: loss)", "UD dev LAS", "UD test LAS", "note"], rows))
 
 
 def ablation_section(path: Path = ABLATION_JSONL) -> str:

@@ -1,6 +1,7 @@
 """Tango steps of the syntactic-inductive-bias workspace, one package per DAG stage (registered on import).
 
-    data/      load_corpus, train_word_vectors, train_tokenizer, build_(mlm_)pretraining_data, build_trigram_model
+    data/      load_corpus, train_word_vectors, train_tokenizer, build_(mlm_)pretraining_data, build_trigram_model,
+               precompute_soft_labels
     parse/     train_corpus_parser, parse_corpus (Stanza or UDPipe behind one CorpusParser)
     pretrain/  pretrain_microbert, random_init_encoder
     finetune/  finetune_ud_parser, finetune_ner, finetune_pronto (and pronto_texts)

@@ -346,3 +346,19 @@ def test_a_seed_noise_row_of_record_with_more_seeds_is_kept_beside_the_caches():
     assert report.keep_record(merged, recorded) == merged
     older = recorded.replace("| table2 | M | wolof | cpu | 3 |", "| table3 | M | wolof | cpu | 9 |")
     assert report.report_sections(report.keep_record(merged, older))["Seed noise"].count(report.KEPT_NOTE) == 1
+
+
+def test_pretrain_ablation_rows_carry_loader_workers_and_throughput_where_recorded(tmp_path):
+    old = {"experiment": "wolof_m.jsonnet", "condition": "M", "batch_size": 64, "max_steps": 1500, "lr": 1e-3,
+           "bucket_by_length": True, "threads": "all", "minutes": 3.5, "dev_mlm_loss": {"1500": 6.1}}
+    new = old | {"experiment": "wolof_h.jsonnet", "condition": "H", "max_steps": 500, "loader_workers": 1,
+                 "tokens_per_second": 6880, "note": "campaign paused"}
+    path = tmp_path / "ablation.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (old, new)))
+    lines = [line for line in report.pretrain_ablation_section(path).splitlines() if line.startswith("| wolof_")]
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    header = [cell.strip() for cell in report.pretrain_ablation_section(path).splitlines()[2].strip("|").split("|")]
+    columns = {name: header.index(name) for name in ("loader workers", "tokens/s", "note")}
+    assert [row[columns["loader workers"]] for row in cells] == ["0", "1"]
+    assert [row[columns["tokens/s"]] for row in cells] == ["—", "6880"]
+    assert [row[columns["note"]] for row in cells] == ["", "campaign paused"]

@@ -127,7 +127,8 @@ def test_h_pretrains_through_the_step_on_trigram_soft_labels(pretraining_data, t
     from tango.workspaces import LocalWorkspace
 
     import models
-    from steps.data.ngram import BuildTrigramModel
+    from models.ngram import soft_labels_at
+    from steps.data.ngram import BuildTrigramModel, PrecomputeSoftLabels, soft_label_candidates
     from steps.pretrain.collate import PretrainingCollator
     from steps.pretrain.pretrain import PretrainingConfig, PretrainMicrobert
     from steps.data.vocab import load_tokenizer
@@ -137,28 +138,51 @@ def test_h_pretrains_through_the_step_on_trigram_soft_labels(pretraining_data, t
     model = trigram.result(workspace)
     tokenizer = load_tokenizer(tokenizer_dir)
     assert model.vocab_size == len(tokenizer)
+    table_step = PrecomputeSoftLabels(trigram_model=trigram, pretraining_data=pretraining_data, tokenizer=tokenizer_dir)
+    table = table_step.result(workspace)
+    # One entry per word position of every distinct train and dev row.
+    distinct = {tuple(r["input_ids"]) for split in ("train", "dev") for r in pretraining_data[split]}
+    assert set(table.offsets) == distinct and len(table) == sum(len(row) - 2 for row in distinct)
     # The collator's soft labels: one per masked position, sum 1, ≤ 100 ids, never a special id,
-    # and the n-gram model's best candidate first.
-    batch = PretrainingCollator(tokenizer, [], trigram_model=model)(pretraining_data["train"][:8], seed=3)
+    # and exactly what scoring that batch's original ids would give (the table is a cache of it).
+    rows = pretraining_data["train"][:8]
+    batch = PretrainingCollator(tokenizer, [], soft_label_table=table)(rows, seed=3)
     masked = int((batch["labels"] != -100).sum())
     assert batch["soft_label_ids"].shape == batch["soft_label_probs"].shape == (masked, 100)
     torch.testing.assert_close(batch["soft_label_probs"].sum(-1), torch.ones(masked))
     assert not torch.isin(batch["soft_label_ids"], torch.tensor(tokenizer.all_special_ids)).any()
+    original = torch.zeros_like(batch["input_ids"])
+    for b, row in enumerate(rows):
+        original[b, : len(row["input_ids"])] = torch.tensor(row["input_ids"])
+    targets = (batch["labels"] != -100).nonzero()
+    ids, probs = soft_labels_at(model, original, batch["attention_mask"].sum(1), targets, soft_label_candidates(tokenizer))
+    assert torch.equal(batch["soft_label_ids"], ids) and torch.equal(batch["soft_label_probs"], probs)
+    # Each entry belongs to its own position: the brute-force model's best candidate there comes first.
+    brute = BruteForceTrigram((r["input_ids"] for r in pretraining_data["train"]), model.vocab_size)
+    special = set(tokenizer.all_special_ids)
+    for k in (0, masked // 2, masked - 1):
+        b, position = targets[k].tolist()
+        scores = brute.scores(rows[b]["input_ids"], position)
+        assert int(batch["soft_label_ids"][k, 0]) == max((c for c in range(model.vocab_size) if c not in special), key=scores.__getitem__)
+    with pytest.raises(ValueError, match="not in the soft-label table"):
+        table.lookup([[1, 5, 6, 7, 2, 9999 % model.vocab_size]], torch.tensor([[0, 1]]))
+    with pytest.raises(ValueError, match="word positions only"):
+        table.lookup([rows[0]["input_ids"]], torch.tensor([[0, 0]]))
 
     settings = dict(max_steps=3, batch_size=8, warmup=0.5, validate_every=3, checkpoint_every=2, seed=5, max_validation_rows=16)
     step = PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="H", model=TINY_MODEL,
-                             training=PretrainingConfig(**settings), num_threads=1, trigram_model=trigram)
+                             training=PretrainingConfig(**settings), num_threads=1, soft_label_table=table_step)
     result = step.result(workspace)
     final = json.loads((result / "metrics.json").read_text())["final"]
     assert 0 < final["dev_mlm_loss"] < 20 and final["dev_loss"] == final["dev_mlm_loss"]
     assert (result / "mlm_head.safetensors").exists()
-    # The trigram model is an argument of H only: M without it keeps its ID; H without it refuses.
+    # The soft-label table is an argument of H only: M without it keeps its ID; H without it refuses.
     plain = PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="M", model=TINY_MODEL,
                               training=PretrainingConfig(**settings), num_threads=1)
     assert plain.unique_id == PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="M",
                                                 model=TINY_MODEL, training=PretrainingConfig(**settings), num_threads=1,
-                                                trigram_model=None).unique_id
-    with pytest.raises(ValueError, match="trigram_model"):
+                                                soft_label_table=None).unique_id
+    with pytest.raises(ValueError, match="soft_label_table"):
         PretrainMicrobert(pretraining_data=pretraining_data, tokenizer=tokenizer_dir, condition="H", model=TINY_MODEL,
                           training=PretrainingConfig(**settings), num_threads=1).result(LocalWorkspace(tmp_path / "other"))
     assert models.parse_condition("H").objectives == "H"

@@ -1,7 +1,7 @@
 """H: masked LM against n-gram soft labels (Edman et al. NLM-H; SPEC §K).
 
-The collator (given a `models.ngram.TrigramModel`, see `trigram_soft_labels`) puts each masked
-position's soft label in the batch: ``soft_label_ids`` / ``soft_label_probs`` (N, 100), in the
+The collator (given a `models.ngram.SoftLabelTable`, the cached `precompute_soft_labels` step)
+puts each masked position's soft label in the batch: ``soft_label_ids`` / ``soft_label_probs`` (N, 100), in the
 row-major order of ``labels != -100``.  The loss is the soft-target cross-entropy
 −Σ_c q(c) log p(c) of the tied MLM head at those positions, at full context, with the same 15 %
 masking as M.  Its dev loss is the same soft-target cross-entropy.

@@ -18,6 +18,8 @@ tree_is_gold        (B,)         1 for treebank rows, 0 for parsed-corpus rows
 upos_ids            (B, T)       only for instances with ``upos`` (``keep_upos``): the word's UPOS id
                                  (`models.attention.syntax_gat.UPOS_TAGS`) at each of its pieces,
                                  0 at [CLS], [SEP] and padding
+soft_label_ids      (N, 100)     only with a ``soft_label_table`` (condition H): the N masked
+soft_label_probs    (N, 100)     positions' n-gram soft labels (row-major), gathered from the table
 ==================  ===========  ==================================================================
 
 T = longest row + 2, W = most words in a row. MLM masking is transformers'
@@ -56,7 +58,7 @@ class PretrainingCollator:
         xpos_from_silver_rows: bool = False,
         mlm_probability: float = 0.15,
         seed: int = 0,
-        trigram_model=None,
+        soft_label_table=None,
     ):
         if tokenizer.pad_token_id != 0:
             raise ValueError(f"the collator pads with 0, but the tokenizer's [PAD] id is {tokenizer.pad_token_id}")
@@ -66,12 +68,10 @@ class PretrainingCollator:
         self.xpos_from_silver_rows = xpos_from_silver_rows
         self.special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
         self.generator = torch.Generator().manual_seed(seed)
-        # Condition H: each masked position's soft label from this `models.ngram.TrigramModel`.
-        self.trigram_model = trigram_model
-        if trigram_model is not None and trigram_model.vocab_size != len(tokenizer):
-            raise ValueError(f"the trigram model counts {trigram_model.vocab_size} ids, the tokenizer has {len(tokenizer)}")
-        self.candidates = torch.ones(len(tokenizer), dtype=torch.bool)
-        self.candidates[self.special_ids] = False
+        # Condition H: each masked position's soft label, from this `models.ngram.SoftLabelTable`.
+        self.soft_label_table = soft_label_table
+        if soft_label_table is not None and soft_label_table.vocab_size != len(tokenizer):
+            raise ValueError(f"the soft-label table scores {soft_label_table.vocab_size} ids, the tokenizer has {len(tokenizer)}")
 
     def __call__(self, instances: Sequence[Instance], seed: Optional[int] = None) -> Dict[str, torch.Tensor]:
         if not instances:
@@ -111,7 +111,10 @@ class PretrainingCollator:
 
         corrupted, labels = self._mask(input_ids, seed)
         extra = {"upos_ids": self._upos_ids(instances, length)} if any("upos" in row for row in instances) else {}
-        soft = {} if self.trigram_model is None else trigram_soft_labels(self.trigram_model, input_ids, attention_mask, labels, self.candidates)
+        soft = {}
+        if self.soft_label_table is not None:
+            ids, probs = self.soft_label_table.lookup([row["input_ids"] for row in instances], (labels != IGNORE_INDEX).nonzero())
+            soft = {"soft_label_ids": ids, "soft_label_probs": probs}
         return extra | soft | {
             "input_ids": corrupted,
             "attention_mask": attention_mask,
@@ -151,17 +154,6 @@ class PretrainingCollator:
         finally:
             self.masker.generator = None
         raise ValueError(f"no token was masked in {MAX_MASKING_DRAWS} draws (mlm_probability too small?)")
-
-
-def trigram_soft_labels(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor, candidates: torch.Tensor):
-    """``soft_label_ids`` / ``soft_label_probs`` (N, 100) of the N masked positions (row-major), scored
-    by ``model`` on the *uncorrupted* ids: each masked position sees the others' original words."""
-    from models.ngram import soft_labels
-
-    targets = (labels != IGNORE_INDEX).nonzero()
-    context = model.position_contexts(input_ids, attention_mask.sum(1), targets)
-    ids, probs = soft_labels(model.candidate_log_scores(*context), candidates)
-    return {"soft_label_ids": ids, "soft_label_probs": probs}
 
 
 def collate_batches(collator: PretrainingCollator, rows: List[Instance], batch_size: int, seed: int):

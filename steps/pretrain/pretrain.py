@@ -297,8 +297,8 @@ class PretrainMicrobert(Step):
     VERSION = "002"  # 002: length-bucketed batches by default (PretrainingConfig.bucket_by_length)
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers", "sync_every", "stall_seconds"}
-    # Only condition H reads a trigram model (build_trigram_model); the levers key only when set.
-    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None, "precision": "fp32", "fused_optimizer": False, "compile_encoder": None}
+    # Only condition H reads soft labels (precompute_soft_labels); the levers key only when set.
+    SKIP_DEFAULT_ARGUMENTS = {"soft_label_table": None, "precision": "fp32", "fused_optimizer": False, "compile_encoder": None}
 
     def run(  # type: ignore[override]
         self,
@@ -311,7 +311,7 @@ class PretrainMicrobert(Step):
         num_threads: Optional[int] = None,
         device: Optional[str] = None,
         loader_workers: int = 0,
-        trigram_model: Optional[Any] = None,
+        soft_label_table: Optional[Any] = None,
         precision: str = "fp32",
         fused_optimizer: bool = False,
         sync_every: int = 1,
@@ -325,7 +325,7 @@ class PretrainMicrobert(Step):
         watch = TrainingWatch(sync_every, stall_seconds)
         with torch_threads(num_threads):
             return self._pretrain(
-                pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, trigram_model,
+                pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, soft_label_table,
                 precision, fused_optimizer, watch, compile_encoder,
             )
 
@@ -350,7 +350,7 @@ class PretrainMicrobert(Step):
         return MicroBertForPretraining.from_condition(condition, **fields)
 
     def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0,
-                  trigram_model=None, precision="fp32", fused_optimizer=False, watch=None, compile_encoder=None):
+                  soft_label_table=None, precision="fp32", fused_optimizer=False, watch=None, compile_encoder=None):
         from models import parse_condition
         from models.objectives import objective_sizes
 
@@ -368,12 +368,12 @@ class PretrainMicrobert(Step):
                 raise ValueError("xpos_from_silver_rows=True, but the parsed corpus carries no XPOS tag of the treebank "
                                  "(was its tagger trained with ParserBudget.tagger_tags='upos'?)")
         soft_labelled = "H" in objective_sizes(parsed.objectives)
-        if soft_labelled != (trigram_model is not None):
-            raise ValueError(f"condition {condition} " + ("trains on n-gram soft labels: give it trigram_model (build_trigram_model)"
-                                                         if soft_labelled else "reads no trigram model; drop trigram_model"))
+        if soft_labelled != (soft_label_table is not None):
+            raise ValueError(f"condition {condition} " + ("trains on n-gram soft labels: give it soft_label_table (precompute_soft_labels)"
+                                                         if soft_labelled else "reads no soft labels; drop soft_label_table"))
         collator = PretrainingCollator(
             tokenizer, xpos_labels, xpos_from_silver_rows=config.xpos_from_silver_rows, mlm_probability=config.mlm_probability,
-            trigram_model=trigram_model,
+            soft_label_table=soft_label_table,
         )
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
         # The encoder only: the objectives draw P/T samples from a generator, which would break its graph.
