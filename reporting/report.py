@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from tango import Workspace
-from tango.step_info import StepInfo, StepState
+from tango.step_info import StepInfo
 
 from reporting.graphs import FileGraph, experiment_files, load_graphs, scales_of_steps
 from reporting.languages import languages
@@ -33,9 +33,10 @@ UDPIPE_WOLOF_LAS = 70.15
 
 def completed_steps(workspace: Workspace, class_name: str) -> List[StepInfo]:
     """Steps of ``class_name`` with a cached result. A cache entry copied in from another machine
-    (benchmarks/gpu) has no record of its run in this workspace, so the cache decides, not the state."""
+    (benchmarks/gpu) has no record of its run in this workspace, and one a user deleted still has
+    its completed run on record, so the cache decides, not the state."""
     infos = [info for info in workspace.search_step_info()
-             if info.step_class_name == class_name and (info.state == StepState.COMPLETED or info in workspace.step_cache)]
+             if info.step_class_name == class_name and info in workspace.step_cache]
     # In order of finishing; copied entries, which have no end time, last.
     return sorted(infos, key=lambda info: (info.end_time is None, info.end_time.timestamp() if info.end_time else 0.0))
 

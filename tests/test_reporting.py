@@ -362,3 +362,23 @@ def test_pretrain_ablation_rows_carry_loader_workers_and_throughput_where_record
     assert [row[columns["loader workers"]] for row in cells] == ["0", "1"]
     assert [row[columns["tokens/s"]] for row in cells] == ["—", "6880"]
     assert [row[columns["note"]] for row in cells] == ["", "campaign paused"]
+
+
+def test_a_step_whose_cache_entry_was_deleted_is_not_reported(tmp_path):
+    from tango import Step
+
+    class CountRows(Step):
+        DETERMINISTIC = True
+        CACHEABLE = True
+
+        def run(self, rows: int) -> dict:  # type: ignore[override]
+            return {"rows": rows}
+
+    workspace = LocalWorkspace(tmp_path / "workspace")
+    kept, deleted = CountRows(rows=1), CountRows(rows=2)
+    kept.result(workspace), deleted.result(workspace)
+    assert {info.unique_id for info in report.completed_steps(workspace, "CountRows")} == {kept.unique_id, deleted.unique_id}
+    # A user prunes an entry by hand: its run stays on record as completed, but there is nothing to read.
+    shutil.rmtree(tmp_path / "workspace" / "cache" / deleted.unique_id)
+    reopened = LocalWorkspace(tmp_path / "workspace")  # as `python -m reporting.report` opens it
+    assert [info.unique_id for info in report.completed_steps(reopened, "CountRows")] == [kept.unique_id]
