@@ -5,6 +5,8 @@ recorded. Not run by the tests.
     python benchmarks/related_campaign.py --dry-run                        # the files, nothing run
     nohup python benchmarks/related_campaign.py --mlm-only &               # pretraining + MLM accuracy (97 min cold, 2 cores)
     nohup python benchmarks/related_campaign.py --conditions m_a13 c5 &    # whole cells: + UD/NER, 3 seeds
+    # pretraining already cached: two fine-tunings at once, one thread each (~1.5x faster on 2 cores)
+    OMP_NUM_THREADS=1 nohup python benchmarks/related_campaign.py -j 2 --conditions c5 m_plus_g &
 
 `--mlm-only` runs only the MLM-accuracy cells (`-s mlm_<metric>_cell`) and what they need: the
 pretrained encoder (or the trigram LM); no fine-tuning. Conditions whose encoder reads a parse
