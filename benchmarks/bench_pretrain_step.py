@@ -234,10 +234,11 @@ def main(argv=None) -> None:
         encoder.to(device)
         optimizer = torch.optim.AdamW(encoder.parameters(), **adamw)
         steps_by_name[name] = make_step(encoder, optimizer, encoder_inputs, lambda out: out.last_hidden_state.square().mean(), device=device)
-    table, rows = None, [ids[: int(n)].tolist() for ids, n in zip(cpu_batch["input_ids"], cpu_batch["attention_mask"].sum(1))]
+    table = rows = None
     if "H" in args.conditions:  # the precompute_soft_labels step's work, done before timing as the DAG does
         from models.ngram import SoftLabelTable
 
+        rows = [ids[: int(n)].tolist() for ids, n in zip(cpu_batch["input_ids"], cpu_batch["attention_mask"].sum(1))]
         candidates = torch.ones(args.vocab_size, dtype=torch.bool)
         candidates[:5] = False
         table = SoftLabelTable.from_rows(synthetic_trigram_model(args.vocab_size, 4000, args.seed), rows, candidates)

@@ -214,28 +214,30 @@ class SoftLabelTable:
     ) -> "SoftLabelTable":
         """Score every word position of ``rows`` with ``soft_labels_at``, ``positions_per_chunk`` at a
         time (each holds three (positions, V) float64 tables); ``progress(n)`` after each n rows."""
-        unique: Dict[Tuple[int, ...], int] = {}
-        for row in rows:
+        # Each distinct row's first entry, in order of first appearance (the order they are scored in).
+        offsets: Dict[Tuple[int, ...], int] = {}
+        size = 0
+        for number, row in enumerate(rows):
             key = tuple(int(i) for i in row)
             if len(key) < 3:
-                raise ValueError(f"row {len(unique)} has no word between [CLS] and [SEP]: {list(key)}")
-            unique.setdefault(key, 0)
-        keys, offsets, start = list(unique), {}, 0
-        for key in keys:
-            offsets[key], start = start, start + len(key) - 2
+                raise ValueError(f"row {number} has no word between [CLS] and [SEP]: {list(key)}")
+            if key not in offsets:
+                offsets[key], size = size, size + len(key) - 2
         id_dtype = torch.int16 if model.vocab_size <= torch.iinfo(torch.int16).max + 1 else torch.int32
         ids_parts: List[torch.Tensor] = []
         probs_parts: List[torch.Tensor] = []
         chunk: List[Tuple[int, ...]] = []
-        for number, key in enumerate(keys, 1):
+        positions = 0
+        for number, key in enumerate(offsets, 1):
             chunk.append(key)
-            if sum(len(k) - 2 for k in chunk) >= positions_per_chunk or number == len(keys):
+            positions += len(key) - 2
+            if positions >= positions_per_chunk or number == len(offsets):
                 ids, probs = cls._score(model, chunk, candidates)
                 ids_parts.append(ids.to(id_dtype))
                 probs_parts.append(probs)
                 if progress is not None:
                     progress(len(chunk))
-                chunk = []
+                chunk, positions = [], 0
         return cls(model.vocab_size, offsets, torch.cat(ids_parts), torch.cat(probs_parts))
 
     @staticmethod
