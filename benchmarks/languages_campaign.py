@@ -105,15 +105,21 @@ def run_and_record(files, jobs: int, workspace: Path, note: str, record_path: Pa
     return records
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-j", "--jobs", type=int, default=2, help="tango run -j (steps at once)")
-    parser.add_argument("--languages", nargs="+", default=list(LANGUAGES), choices=LANGUAGES)
+def campaign_parser(description: str, jobs: int, languages) -> argparse.ArgumentParser:
+    """The options every campaign script shares: -j, --languages, --workspace, --note."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("-j", "--jobs", type=int, default=jobs, help="tango run -j (steps at once)")
+    parser.add_argument("--languages", nargs="+", default=list(languages), choices=languages)
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
+    parser.add_argument("--note", default="", help="recorded with each file (e.g. what else ran on the machine)")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = campaign_parser(__doc__.splitlines()[0], 2, LANGUAGES)
     parser.add_argument("--cells", nargs="+", help="cell names (default: all; e.g. m m_leakfree)")
     parser.add_argument("--three-seeds", action="store_true",
                         help="run the 3-seed file even where a 5-seed file exists (its seeds 42-44 are the same cache entries)")
-    parser.add_argument("--note", default="", help="recorded with each file (e.g. what else ran on the machine)")
     parser.add_argument("--dry-run", action="store_true", help="write the files and list them; run nothing")
     args = parser.parse_args(argv)
     files = [cell_file(language, name, prefer_five=not args.three_seeds) for language in args.languages for name in cells(language)

@@ -17,12 +17,11 @@ step names when a subset ran).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from languages_campaign import LANGUAGES, REPO, run_and_record  # noqa: E402
+from languages_campaign import LANGUAGES, REPO, campaign_parser, run_and_record  # noqa: E402
 
 FOLDER = REPO / "experiments" / "related"
 # file suffix, in the order a campaign runs them (cheap MLM rows first, fine-tuning-only rows last)
@@ -33,13 +32,10 @@ RECORD = REPO / "docs" / "benchmarks" / "related_campaign.jsonl"
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-j", "--jobs", type=int, default=1, help="tango run -j (steps at once)")
-    parser.add_argument("--languages", nargs="+", default=["wolof"], choices=LANGUAGES)
+    parser = campaign_parser(__doc__.splitlines()[0], 1, LANGUAGES)
+    parser.set_defaults(languages=["wolof"])
     parser.add_argument("--conditions", nargs="+", choices=CONDITIONS, help="file suffixes (default: all)")
     parser.add_argument("--mlm-only", action="store_true", help="only the MLM-accuracy cells and their dependencies")
-    parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
-    parser.add_argument("--note", default="", help="recorded with each file (e.g. what else ran on the machine)")
     parser.add_argument("--dry-run", action="store_true", help="list the files; run nothing")
     args = parser.parse_args(argv)
     conditions = [c for c in CONDITIONS if (not args.conditions or c in args.conditions)

@@ -200,6 +200,39 @@ def allowed_next_actions(prefix: list[int], config, max_length: int) -> torch.Te
     return allowed
 
 
+def well_formed(tokens: list[str]) -> bool:
+    """Is ``tokens`` (action strings, <s> first whatever its string) a bracketing
+    "<s> (ROOT … ROOT) ROOT)²" where every "(X" is closed by "X)" then "X)²", every constituent has
+    a child, and nothing follows the ROOT close?  Checked on strings, independently of
+    `allowed_next_actions`, so it can check the sampler (tests) and unconstrained draws
+    (benchmarks/tg_campaign.py)."""
+    if tokens[1:2] != ["(ROOT"] or tokens[-2:] != ["ROOT)", "ROOT)²"]:
+        return False
+    stack: list[list] = []
+    position = 1
+    while position < len(tokens):
+        token = tokens[position]
+        if token.startswith("("):
+            stack.append([token[1:], 0])
+        elif token.endswith(")²"):
+            return False  # only directly after its close
+        elif token.endswith(")"):
+            if not stack or stack[-1][0] != token[:-1] or stack[-1][1] == 0 or tokens[position + 1 : position + 2] != [token + "²"]:
+                return False
+            stack.pop()
+            if stack:
+                stack[-1][1] += 1
+            elif position + 2 != len(tokens):
+                return False
+            position += 1
+        else:
+            if not stack:
+                return False
+            stack[-1][1] += 1
+        position += 1
+    return not stack
+
+
 @torch.no_grad()
 def sample_actions(model: TransformerGrammarLM, num_samples: int, max_length: int, generator: torch.Generator,
                    temperature: float = 1.0) -> list[list[int]]:

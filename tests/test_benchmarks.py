@@ -110,3 +110,44 @@ def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_pa
         for suffix in ("", " [fp32, default, compile reduce-overhead]"):
             assert record["median_seconds"][f"µB-{condition}{suffix}"] > 0, condition + suffix
     assert record["compile"] == ["none", "reduce-overhead"] and record["compile_backend"] == "aot_eager"
+
+
+def test_tg_generation_check_tells_a_grammatical_model_from_a_uniform_one():
+    """benchmarks/tg_campaign.py: an unconstrained draw from a model that puts all its mass on the
+    actions the grammar allows is a well-formed tree with zero forbidden mass; a uniform model's
+    draws put most of their mass on forbidden actions.  Terminals rendered as "w" by `shape`, so a
+    WordPiece "(" cannot pass for an open bracket."""
+    import torch
+
+    from models.transformer_grammar import LmOutput, TransformerGrammarLM, allowed_next_actions, lm_config, well_formed
+    from steps.tg.actions import ActionLayout
+
+    spec = importlib.util.spec_from_file_location("tg_campaign", REPO / "benchmarks" / "tg_campaign.py")
+    tg_campaign = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tg_campaign)
+    layout = ActionLayout(num_terminals=12)
+    vocabulary = layout.token_strings(["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", "(", ")"] + [f"w{i}" for i in range(7, 12)])
+    config = lm_config("tg", layout.vocab_size, 12, layout.num_labels, hidden_size=8, num_hidden_layers=1,
+                       num_attention_heads=2, intermediate_size=16)
+
+    class Grammatical(TransformerGrammarLM):
+        def forward(self, input_ids, labels=None):
+            allowed = allowed_next_actions(input_ids[0].tolist(), self.config, 40)
+            logits = torch.zeros(1, input_ids.shape[1], self.config.vocab_size)
+            logits[0, -1] = torch.where(allowed, 0.0, float("-inf"))
+            return LmOutput(logits, None, None)
+
+    class Uniform(TransformerGrammarLM):
+        def forward(self, input_ids, labels=None):
+            return LmOutput(torch.zeros(1, input_ids.shape[1], self.config.vocab_size), None, None)
+
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        draw, mass = tg_campaign.unconstrained_draw(Grammatical(config), 40, generator)
+        assert mass == 0.0 and well_formed(tg_campaign.shape(draw, vocabulary, config)), draw
+    draws = [tg_campaign.unconstrained_draw(Uniform(config), 40, generator) for _ in range(5)]
+    assert all(0.5 < mass <= 1.0 for _, mass in draws)
+    assert not any(well_formed(tg_campaign.shape(draw, vocabulary, config)) for draw, _ in draws)
+    # "(" and ")" terminals are words, not brackets.
+    assert tg_campaign.shape([1, 12, 5, 6, 12 + layout.num_labels, 12 + 2 * layout.num_labels], vocabulary, config) == \
+        ["w", "(ROOT", "w", "w", "ROOT)", "ROOT)²"]

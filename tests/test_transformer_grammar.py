@@ -185,38 +185,8 @@ def test_actions_and_mask_on_200_wolof_trees():
     assert mismatches == 0
 
 
-def well_formed(tokens: list[str]) -> bool:
-    """A bracketing "<s> (ROOT … ROOT) ROOT)²" where every "(X" is closed by "X)" then "X)²", every
-    constituent has a child, and nothing follows the ROOT close (checked on strings)."""
-    if tokens[:2] != ["<s>", "(ROOT"] or tokens[-2:] != ["ROOT)", "ROOT)²"]:
-        return False
-    stack: list[list] = []
-    position = 1
-    while position < len(tokens):
-        token = tokens[position]
-        if token.startswith("("):
-            stack.append([token[1:], 0])
-        elif token.endswith(")²"):
-            return False  # only directly after its close
-        elif token.endswith(")"):
-            if not stack or stack[-1][0] != token[:-1] or stack[-1][1] == 0 or tokens[position + 1 : position + 2] != [token + "²"]:
-                return False
-            stack.pop()
-            if stack:
-                stack[-1][1] += 1
-            elif position + 2 != len(tokens):
-                return False
-            position += 1
-        else:
-            if not stack:
-                return False
-            stack[-1][1] += 1
-        position += 1
-    return not stack
-
-
 def test_sampled_trees_are_well_formed():
-    from models.transformer_grammar import TransformerGrammarLM, lm_config, sample_actions
+    from models.transformer_grammar import TransformerGrammarLM, lm_config, sample_actions, well_formed
 
     layout = ActionLayout(num_terminals=40)
     strings = layout.token_strings(["[PAD]", "<s>", "[SEP]", "[UNK]", "[MASK]"] + [f"w{i}" for i in range(5, 40)])
