@@ -6,6 +6,8 @@ recorded; then the generation check on each trained TG. Not run by the tests.
     # two LMs at once, one thread each (independent steps; ~1.5x faster on 2 cores)
     OMP_NUM_THREADS=1 nohup python benchmarks/tg_campaign.py -j 2 --languages wolof &
     python benchmarks/tg_campaign.py --samples-only                   # only the generation check
+    # one seed with 5x the LM training steps, beside the cpu table (table tg_long)
+    OMP_NUM_THREADS=1 nohup python benchmarks/tg_campaign.py -j 2 --files experiments/wolof_tg_long.jsonnet &
 
 Record: docs/benchmarks/tg_campaign.jsonl (the fields of languages_campaign.jsonl).
 
@@ -125,12 +127,17 @@ def main(argv=None) -> int:
     parser.add_argument("--shown", type=int, default=5, help="constrained draws printed per language")
     parser.add_argument("--max-length", type=int, default=96, help="actions per draw at most")
     parser.add_argument("--samples-only", action="store_true", help="skip training; only the generation check")
+    parser.add_argument("--files", nargs="+", type=Path,
+                        help="run these experiment files instead of experiments/<language>_tg.jsonnet "
+                             "(e.g. experiments/wolof_tg_long.jsonnet)")
     args = parser.parse_args(argv)
     returncode = 0
     if not args.samples_only:
-        files = [REPO / "experiments" / f"{language}_tg.jsonnet" for language in args.languages]
+        files = args.files or [REPO / "experiments" / f"{language}_tg.jsonnet" for language in args.languages]
         records = run_and_record(files, args.jobs, args.workspace, args.note, RECORD)
         returncode = max((r["returncode"] for r in records), default=0)
+    if args.files:
+        return returncode  # the generation check reads the cpu files' TGs (--samples-only)
     SAMPLES.write_text(generation_check(args.workspace, args.languages, args.samples, args.shown, args.max_length) + "\n")
     print(f"campaign: wrote {SAMPLES.relative_to(REPO)}", flush=True)
     return returncode

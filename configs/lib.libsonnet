@@ -264,7 +264,8 @@ local pronto_tables = {
   // `seeds` each, with held-out per-word perplexity. Languages with a corpus use the corpus parse
   // (train/dev, scored on the corpus dev split) and the shared vocabulary; "english" uses the EWT
   // gold trees (train, scored on test) and a WordPiece vocabulary of their train split.
-  tg_experiment(language, scale, seeds=[42, 43, 44])::
+  // `training` overrides the scale's LM budget (e.g. { max_steps: 2000 }); `table` names the cells' table.
+  tg_experiment(language, scale, seeds=[42, 43, 44], training={}, table="tg")::
     local s = scales[scale];
     local gold = language == "english";
     local trees = if gold then {
@@ -283,12 +284,12 @@ local pronto_tables = {
           max_length: s.tg.max_length,
         },
       } + {
-        ["lm_" + kind + "_s" + seed]: { type: "train_tg_lm", actions: ref("tg_actions"), kind: kind, seed: seed } + s.tg.training
+        ["lm_" + kind + "_s" + seed]: { type: "train_tg_lm", actions: ref("tg_actions"), kind: kind, seed: seed } + s.tg.training + training
         for kind in kinds for seed in seeds
       } + {
         ["ppl_" + kind + "_s" + seed]: {
           type: "evaluate_tg_lm", model: ref("lm_" + kind + "_s" + seed), actions: ref("tg_actions"),
-          table: "tg", row: kind, column: language, scale: scale, split: if gold then "test" else "dev",
+          table: table, row: kind, column: language, scale: scale, split: if gold then "test" else "dev",
         } + s.tg.evaluation
         for kind in kinds for seed in seeds
       } + {

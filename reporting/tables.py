@@ -57,6 +57,7 @@ TABLE_TITLES = {
     "table9": "Table 9: PrOnto Same Argument Count, accuracy",
     "tg": "Transformer Grammars (TG paper, SPEC §J): held-out per-word perplexity (↓; Wolof: corpus-parse dev split, English: EWT test)",
     "tg_agreement": "Transformer Grammars: subject–verb agreement on EWT test, accuracy (↑; the grammatical twin scored higher)",
+    "tg_long": "Transformer Grammars at 5× the training steps (2,000 of 32; `experiments/wolof_tg_long.jsonnet`): held-out per-word perplexity (↓; Wolof corpus-parse dev split)",
 }
 
 # The TG table is not in the main paper (configs/paper_tables.json): its rows, columns and the TG
@@ -80,8 +81,11 @@ TG_AGREEMENT_FINDING = (
     "agreement is one circuit): TG 82.5 ± 1.6 > TXL (trees) 80.2 ± 1.6 > TXL (terminals) 69.5 ± 2.1 — trees help "
     "syntactic generalisation, and TG's composition helps it further.\n"
 )
-TABLE_FINDINGS = {"tg": TG_FINDING, "tg_agreement": TG_AGREEMENT_FINDING}
-LOCAL_TABLES = {"tg": TG_TABLE, "tg_agreement": TG_AGREEMENT_TABLE}  # tables outside configs/paper_tables.json
+TG_LONG_FINDING = ("\nThe `tg` table's Wolof column with the LMs trained 5× longer (seed 42 only): whether the three "
+                   "models keep their order as they train, or only start from it.\n")
+TABLE_FINDINGS = {"tg": TG_FINDING, "tg_agreement": TG_AGREEMENT_FINDING, "tg_long": TG_LONG_FINDING}
+# Tables outside configs/paper_tables.json.
+LOCAL_TABLES = {"tg": TG_TABLE, "tg_agreement": TG_AGREEMENT_TABLE, "tg_long": {"columns": ["wolof"], "rows": TG_TABLE["rows"]}}
 
 
 @dataclass
@@ -479,17 +483,20 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
     return written
 
 
-def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = None) -> str:
-    """The computed tables (only those with at least one cell with a result) as one Markdown string."""
+def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = None,
+                     tables: Optional[Sequence[str]] = None) -> str:
+    """The computed tables (only those with at least one cell with a result) as one Markdown string:
+    ``tables`` (default: the paper's, not `LOCAL_TABLES`), each followed by its finding, if any."""
     paper = json.loads(PAPER_TABLES.read_text())
+    chosen = [t for t in TABLE_TITLES if t not in LOCAL_TABLES] if tables is None else tables
     parts = []
     for scale in sorted({c.scale for c in cells} if scales is None else scales):
-        for table, title in TABLE_TITLES.items():
+        for table in chosen:
             if not any(c.table == table and c.scale == scale and c.result for c in cells):
                 continue
             columns, table_rows = build_table(table, scale, cells, paper)
             shown = [(row, entries) for row, entries in table_rows if any(e.mean is not None for e in entries) or row in ("M", "MXPT-SLA")]
-            parts.append(to_markdown(f"{title} — {scale} scale", columns, shown))
+            parts.append(to_markdown(f"{TABLE_TITLES[table]} — {scale} scale", columns, shown) + TABLE_FINDINGS.get(table, ""))
     return "\n".join(parts)
 
 

@@ -174,6 +174,14 @@ def test_agreement_table_shows_its_cells_beside_the_tg_papers_finding(tmp_path):
     assert "62.00 ± 2.00" in rows["TG"] and "59.00 ± 1.73" in rows["TXL (trees)"] and "—" in rows["TXL (terminals)"]
     assert "Wolof" not in markdown and "TG 82.5 ± 1.6 > TXL (trees) 80.2 ± 1.6" in markdown
 
+    # RESULTS.md: the TG tables leave the paper tables' summary for their own section, finding included.
+    paper_cell = tables.Cell("table2", "cpu", "M", "wolof", result=AggregateCell().run(scores=[
+        dict(table="table2", row="M", column="wolof", scale="cpu", task="ud", metric="las", seed=42, test=68.0, dev=67.0)]))
+    paper_summary = tables.markdown_summary(cells + [paper_cell])
+    tg_summary = tables.markdown_summary(cells + [paper_cell], tables=sorted(tables.LOCAL_TABLES))
+    assert "Table 2" in paper_summary and "Transformer Grammars" not in paper_summary
+    assert "Table 2" not in tg_summary and "62.00 ± 2.00" in tg_summary and "TG 82.5 ± 1.6" in tg_summary
+
 
 def test_related_table_shows_languages_with_results_and_each_finding_once():
     """The related-biases table is Wolof-only while no other language has a cell, and each seed
