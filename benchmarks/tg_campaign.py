@@ -27,6 +27,8 @@ from typing import Dict, List
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from languages_campaign import REPO, campaign_parser, run_and_record  # noqa: E402
 
+sys.path.insert(0, str(REPO))  # models, steps, reporting
+
 LANGUAGES = ("wolof", "english")
 RECORD = REPO / "docs" / "benchmarks" / "tg_campaign.jsonl"
 SAMPLES = REPO / "docs" / "tg_samples.md"

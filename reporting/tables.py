@@ -290,6 +290,24 @@ def to_markdown(title: str, columns, table_rows) -> str:
     return text + delta_markdown(columns, table_rows) + variant_markdown(columns, table_rows)
 
 
+LOWER_IS_BETTER = {"tg", "tg_long"}  # perplexity
+
+
+def ranking_markdown(table: str, columns, table_rows) -> str:
+    """For the tables outside the paper's (`LOCAL_TABLES`): each column's rows, best first, so the
+    ranking stands beside the seed paper's finding under it."""
+    if table not in LOCAL_TABLES:
+        return ""
+    lower = table in LOWER_IS_BETTER
+    orders = []
+    for index, column in enumerate(columns):
+        ranked = sorted(((entries[index].mean, row) for row, entries in table_rows if entries[index].mean is not None),
+                        reverse=not lower)
+        if len(ranked) > 1:
+            orders.append(f"{short_title(column)} " + (" < " if lower else " > ").join(f"{_row_title(row)} {mean:.2f}" for mean, row in ranked))
+    return f"\nHere, best first: {'; '.join(orders)}.\n" if orders else ""
+
+
 def variant_markdown(columns, table_rows) -> str:
     """Each corpus variant's column − the same row on its language's own corpus, mean ± 95 %
     t-interval over seeds, paired by seed ("" if no such pair is cached)."""
@@ -468,7 +486,7 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
             columns, table_rows = build_table(table, scale, cells, paper, record)
             stem = table.replace(":", "_")
             full_title = f"{title} — {scale} scale"
-            markdown = to_markdown(full_title, columns, table_rows) + TABLE_FINDINGS.get(table, "")
+            markdown = to_markdown(full_title, columns, table_rows) + ranking_markdown(table, columns, table_rows) + TABLE_FINDINGS.get(table, "")
             for suffix, text in (("md", markdown),
                                  ("tex", to_latex(full_title, columns, table_rows)),
                                  ("csv", to_csv(table, scale, columns, table_rows, cells))):
@@ -496,7 +514,8 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
                 continue
             columns, table_rows = build_table(table, scale, cells, paper)
             shown = [(row, entries) for row, entries in table_rows if any(e.mean is not None for e in entries) or row in ("M", "MXPT-SLA")]
-            parts.append(to_markdown(f"{TABLE_TITLES[table]} — {scale} scale", columns, shown) + TABLE_FINDINGS.get(table, ""))
+            parts.append(to_markdown(f"{TABLE_TITLES[table]} — {scale} scale", columns, shown)
+                         + ranking_markdown(table, columns, shown) + TABLE_FINDINGS.get(table, ""))
     return "\n".join(parts)
 
 

@@ -173,6 +173,12 @@ def test_agreement_table_shows_its_cells_beside_the_tg_papers_finding(tmp_path):
     rows = {line.split("|")[1].strip(): line for line in markdown.splitlines() if line.startswith("| ")}
     assert "62.00 ± 2.00" in rows["TG"] and "59.00 ± 1.73" in rows["TXL (trees)"] and "—" in rows["TXL (terminals)"]
     assert "Wolof" not in markdown and "TG 82.5 ± 1.6 > TXL (trees) 80.2 ± 1.6" in markdown
+    assert "Here, best first: English TG 62.00 > TXL (trees) 59.00." in markdown  # accuracy: higher first
+    perplexities = [tables.Cell("tg", "cpu", row, "wolof", result=AggregateCell().run(scores=[
+        dict(table="tg", row=row, column="wolof", scale="cpu", task="language_modelling", metric="perplexity",
+             seed=42, test=value, dev=None)])) for row, value in (("tg", 20.0), ("txl_terminals", 10.0))]
+    tables.write_tables(perplexities, tmp_path, scales=["cpu"])
+    assert "Here, best first: Wolof TXL (terminals) 10.00 < TG 20.00." in (tmp_path / "cpu" / "tg.md").read_text()
 
     # RESULTS.md: the TG tables leave the paper tables' summary for their own section, finding included.
     paper_cell = tables.Cell("table2", "cpu", "M", "wolof", result=AggregateCell().run(scores=[
