@@ -3,10 +3,10 @@ English), one `experiments/<language>_tg.jsonnet` at a time, with wall times and
 recorded; then the generation check on each trained TG. Not run by the tests.
 
     nohup python benchmarks/tg_campaign.py &                          # both files, then the samples
-    # two LMs at once, one thread each (independent steps; ~1.5x faster on 2 cores)
+    # two LMs at once, one thread each (the LMs are independent steps): 17-19 min a file on 2 cores
     OMP_NUM_THREADS=1 nohup python benchmarks/tg_campaign.py -j 2 --languages wolof &
-    python benchmarks/tg_campaign.py --samples-only                   # only the generation check
-    # one seed with 5x the LM training steps, beside the cpu table (table tg_long)
+    python benchmarks/tg_campaign.py --samples-only                   # only the generation check (~1 min)
+    # one seed with 5x the LM training steps, beside the cpu table (table tg_long): ~29 min
     OMP_NUM_THREADS=1 nohup python benchmarks/tg_campaign.py -j 2 --files experiments/wolof_tg_long.jsonnet &
 
 Record: docs/benchmarks/tg_campaign.jsonl (the fields of languages_campaign.jsonl).
