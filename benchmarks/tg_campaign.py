@@ -12,7 +12,7 @@ recorded; then the generation check on each trained TG. Not run by the tests.
 Record: docs/benchmarks/tg_campaign.jsonl (the fields of languages_campaign.jsonl).
 
 The generation check (docs/tg_samples.md): from each language's cached TG models, `--samples`
-sentences are drawn twice. Constrained (`models.transformer_grammar.sample_actions`), every draw is
+sentences are drawn twice (`models.transformer_grammar.draw_actions`). Constrained, every draw is
 a well-formed tree by construction, and the file shows a few as bracketings. Unconstrained (plain
 ancestral sampling), well-formedness is the model's own doing: the file gives the share of draws
 that are well-formed, and the mean probability per step that the model puts on actions the grammar
@@ -46,31 +46,9 @@ def tg_models(graph, workspace: Path) -> Dict[str, Path]:
     return found
 
 
-def unconstrained_draw(model, max_length: int, generator) -> tuple:
-    """One plain ancestral sample (CNT2 appended after each CNT1, as the data does) and the mean
-    probability per step on actions `allowed_next_actions` forbids.  The draw stops at the first
-    forbidden action (it can no longer become a tree), at the close of ROOT, or at ``max_length``."""
-    import torch
-
-    from models.transformer_grammar import allowed_next_actions
-
-    config = model.config
-    terminals, labels = config.tg_num_terminals, config.tg_num_labels
-    sequence, forbidden_mass = [config.pad_token_id + 1], []
-    with torch.no_grad():
-        while len(sequence) < max_length:
-            allowed = allowed_next_actions(sequence, config, max_length)
-            if not allowed.any():
-                break  # ROOT closed
-            probabilities = torch.softmax(model(torch.tensor([sequence])).logits[0, -1], -1)
-            forbidden_mass.append(float(probabilities[~allowed].sum()))
-            action = int(torch.multinomial(probabilities, 1, generator=generator))
-            sequence.append(action)
-            if not allowed[action]:
-                break
-            if terminals + labels <= action < terminals + 2 * labels:
-                sequence.append(action + labels)
-    return sequence, sum(forbidden_mass) / max(1, len(forbidden_mass))
+def mean_forbidden_mass(per_step: List[float]) -> float:
+    """A draw's mean probability per step on forbidden actions (`draw_actions`' second value)."""
+    return sum(per_step) / max(1, len(per_step))
 
 
 def shape(sequence: List[int], vocabulary: List[str], config) -> List[str]:
@@ -82,7 +60,7 @@ def shape(sequence: List[int], vocabulary: List[str], config) -> List[str]:
 def generation_check(workspace: Path, languages: List[str], count: int, shown: int, max_length: int) -> str:
     import torch
 
-    from models.transformer_grammar import sample_actions, well_formed
+    from models.transformer_grammar import draw_actions, sample_actions, well_formed
     from reporting.graphs import build_graph, cached_result
     from steps.tg.language_model import bracketing, load_lm
 
@@ -111,9 +89,9 @@ def generation_check(workspace: Path, languages: List[str], count: int, shown: i
             generator = torch.Generator().manual_seed(0)
             constrained = sample_actions(model, count, max_length, generator)
             constrained_ok = sum(well_formed(shape(s, vocabulary, model.config)) for s in constrained)
-            draws = [unconstrained_draw(model, max_length, generator) for _ in range(count)]
+            draws = [draw_actions(model, max_length, generator, constrained=False) for _ in range(count)]
             free_ok = sum(well_formed(shape(s, vocabulary, model.config)) for s, _ in draws)
-            mass = sum(m for _, m in draws) / len(draws)
+            mass = sum(mean_forbidden_mass(m) for _, m in draws) / len(draws)
             lines.append(f"| {name} | {constrained_ok}/{count} | {free_ok}/{count} | {mass:.3f} |")
             if not examples:
                 examples = [bracketing(s, vocabulary) for s in constrained[:shown]]

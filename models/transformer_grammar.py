@@ -234,25 +234,40 @@ def well_formed(tokens: list[str]) -> bool:
 
 
 @torch.no_grad()
+def draw_actions(model: TransformerGrammarLM, max_length: int, generator: torch.Generator, constrained: bool = True,
+                 temperature: float = 1.0) -> tuple[list[int], list[float]]:
+    """One ancestral sample of an action sequence (<s> first; each sampled CNT1 followed by its CNT2)
+    and, per step, the probability the model puts on actions `allowed_next_actions` forbids there.
+
+    ``constrained``: draw among the allowed actions only, so the sample is a well-formed tree that
+    fits in ``max_length``.  Otherwise draw from the model's whole distribution, as a test of how
+    much of the grammar it has learned: the draw stops at the first forbidden action (it can no
+    longer become a tree), at the close of ROOT, or at ``max_length``.  The model recomputes the
+    whole prefix each step (its mask is causal, so this equals incremental decoding, only slower)."""
+    config = model.config
+    model.eval()
+    first_close, first_copy = config.tg_num_terminals + config.tg_num_labels, config.tg_num_terminals + 2 * config.tg_num_labels
+    sequence, forbidden_mass = [config.pad_token_id + 1], []  # <s> = [CLS]
+    while constrained or len(sequence) < max_length:
+        allowed = allowed_next_actions(sequence, config, max_length)
+        if not allowed.any():
+            break
+        logits = model(torch.tensor([sequence])).logits[0, -1] / temperature
+        probabilities = torch.softmax(logits, -1)
+        forbidden_mass.append(float(probabilities[~allowed].sum()))
+        if constrained:
+            probabilities = torch.softmax(logits.masked_fill(~allowed, float("-inf")), -1)
+        action = int(torch.multinomial(probabilities, 1, generator=generator))
+        sequence.append(action)
+        if not allowed[action]:
+            break
+        if first_close <= action < first_copy:
+            sequence.append(action + config.tg_num_labels)  # the STACK copy of the close
+    return sequence, forbidden_mass
+
+
 def sample_actions(model: TransformerGrammarLM, num_samples: int, max_length: int, generator: torch.Generator,
                    temperature: float = 1.0) -> list[list[int]]:
     """Ancestral sampling of action sequences from a TG (or TXL(trees)) LM, constrained by
-    `allowed_next_actions`; each sampled CNT1 is followed by its CNT2.  The model recomputes the whole
-    prefix each step (its mask is causal, so this equals incremental decoding, only slower)."""
-    config = model.config
-    model.eval()
-    samples = []
-    for _ in range(num_samples):
-        sequence = [config.pad_token_id + 1]  # <s> = [CLS]
-        while True:
-            allowed = allowed_next_actions(sequence, config, max_length)
-            if not allowed.any():
-                break
-            logits = model(torch.tensor([sequence])).logits[0, -1] / temperature
-            probabilities = torch.softmax(logits.masked_fill(~allowed, float("-inf")), -1)
-            action = int(torch.multinomial(probabilities, 1, generator=generator))
-            sequence.append(action)
-            if config.tg_num_terminals + config.tg_num_labels <= action < config.tg_num_terminals + 2 * config.tg_num_labels:
-                sequence.append(action + config.tg_num_labels)  # the STACK copy of the close
-        samples.append(sequence)
-    return samples
+    `allowed_next_actions` (`draw_actions`)."""
+    return [draw_actions(model, max_length, generator, temperature=temperature)[0] for _ in range(num_samples)]

@@ -113,13 +113,13 @@ def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_pa
 
 
 def test_tg_generation_check_tells_a_grammatical_model_from_a_uniform_one():
-    """benchmarks/tg_campaign.py: an unconstrained draw from a model that puts all its mass on the
+    """benchmarks/tg_campaign.py's generation check: an unconstrained draw (`draw_actions`) from a model that puts all its mass on the
     actions the grammar allows is a well-formed tree with zero forbidden mass; a uniform model's
     draws put most of their mass on forbidden actions.  Terminals rendered as "w" by `shape`, so a
     WordPiece "(" cannot pass for an open bracket."""
     import torch
 
-    from models.transformer_grammar import LmOutput, TransformerGrammarLM, allowed_next_actions, lm_config, well_formed
+    from models.transformer_grammar import LmOutput, TransformerGrammarLM, allowed_next_actions, draw_actions, lm_config, well_formed
     from steps.tg.actions import ActionLayout
 
     spec = importlib.util.spec_from_file_location("tg_campaign", REPO / "benchmarks" / "tg_campaign.py")
@@ -143,10 +143,10 @@ def test_tg_generation_check_tells_a_grammatical_model_from_a_uniform_one():
 
     generator = torch.Generator().manual_seed(0)
     for _ in range(5):
-        draw, mass = tg_campaign.unconstrained_draw(Grammatical(config), 40, generator)
-        assert mass == 0.0 and well_formed(tg_campaign.shape(draw, vocabulary, config)), draw
-    draws = [tg_campaign.unconstrained_draw(Uniform(config), 40, generator) for _ in range(5)]
-    assert all(0.5 < mass <= 1.0 for _, mass in draws)
+        draw, mass = draw_actions(Grammatical(config), 40, generator, constrained=False)
+        assert tg_campaign.mean_forbidden_mass(mass) == 0.0 and well_formed(tg_campaign.shape(draw, vocabulary, config)), draw
+    draws = [draw_actions(Uniform(config), 40, generator, constrained=False) for _ in range(5)]
+    assert all(0.5 < tg_campaign.mean_forbidden_mass(mass) <= 1.0 for _, mass in draws)
     assert not any(well_formed(tg_campaign.shape(draw, vocabulary, config)) for draw, _ in draws)
     # "(" and ")" terminals are words, not brackets.
     assert tg_campaign.shape([1, 12, 5, 6, 12 + layout.num_labels, 12 + 2 * layout.num_labels], vocabulary, config) == \
