@@ -306,6 +306,12 @@ def ranking_markdown(table: str, columns, table_rows) -> str:
     return f"\nHere, best first: {'; '.join(orders)}.\n" if orders else ""
 
 
+def table_markdown(table: str, title: str, columns, table_rows) -> str:
+    """One table as the tables' .md files and RESULTS.md show it: the table, its ranking (local
+    tables only) and its finding, if any."""
+    return to_markdown(title, columns, table_rows) + ranking_markdown(table, columns, table_rows) + TABLE_FINDINGS.get(table, "")
+
+
 def variant_markdown(columns, table_rows) -> str:
     """Each corpus variant's column − the same row on its language's own corpus, mean ± 95 %
     t-interval over seeds, paired by seed ("" if no such pair is cached)."""
@@ -484,7 +490,7 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
             columns, table_rows = build_table(table, scale, cells, paper, record)
             stem = table.replace(":", "_")
             full_title = f"{title} — {scale} scale"
-            markdown = to_markdown(full_title, columns, table_rows) + ranking_markdown(table, columns, table_rows) + TABLE_FINDINGS.get(table, "")
+            markdown = table_markdown(table, full_title, columns, table_rows)
             for suffix, text in (("md", markdown),
                                  ("tex", to_latex(full_title, columns, table_rows)),
                                  ("csv", to_csv(table, scale, columns, table_rows, cells))):
@@ -512,8 +518,7 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
                 continue
             columns, table_rows = build_table(table, scale, cells, paper)
             shown = [(row, entries) for row, entries in table_rows if any(e.mean is not None for e in entries) or row in ("M", "MXPT-SLA")]
-            parts.append(to_markdown(f"{TABLE_TITLES[table]} — {scale} scale", columns, shown)
-                         + ranking_markdown(table, columns, shown) + TABLE_FINDINGS.get(table, ""))
+            parts.append(table_markdown(table, f"{TABLE_TITLES[table]} — {scale} scale", columns, shown))
     return "\n".join(parts)
 
 
