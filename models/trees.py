@@ -179,7 +179,9 @@ def sla_allowed_mask(
     allowed &= is_node[:, :, None]
 
     num_nodes = structure.num_nodes
-    if bool((num_nodes + 1 >= length).any()):
+    # A data check that reads a value back from the device: under torch.compile it would split the
+    # encoder's graph at this line (and a CUDA-graphed encoder into pieces), so it runs eagerly only.
+    if not torch.compiler.is_compiling() and bool((num_nodes + 1 >= length).any()):
         raise ValueError("every row needs a [SEP] position after its n real tokens")
     rows = torch.arange(batch_size, device=heads.device)
     allowed[:, :, 0] = True  # [CLS] column

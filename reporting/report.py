@@ -220,9 +220,7 @@ def pretraining_section(workspace: Workspace) -> str:
 
 BENCHMARK_JSON = Path("docs/benchmarks/pretrain_step.json")
 GPU_BENCHMARK_JSON = Path("docs/benchmarks/gpu_pretrain_step.json")
-GPU_BENCHMARK_COMMAND = ("python benchmarks/bench_pretrain_step.py --device cuda --batch-size 256 --length 64 --steps 30 "
-                         "--warmup 5 --conditions M MXPT-SLA --precision fp32 bf16 --optimizer default fused --compile none reduce-overhead "
-                         "--json {path}")
+GPU_BENCHMARK_COMMAND = "python benchmarks/gpu/campaign.py levers $OUT (on a GPU machine; README, GPU campaign), its record copied to {path}"
 
 
 def benchmark_section(path: Path = BENCHMARK_JSON, command: str = "python benchmarks/bench_pretrain_step.py --json {path}") -> str:

@@ -41,11 +41,20 @@ def test_pack_and_unpack_round_trip_the_new_cache_entries(tmp_path):
     for name, size in (("Pretrain-002-b", 40 * 2**20), ("Score-001-c", 10)):
         (cache / name).mkdir()
         (cache / name / "data.bin").write_bytes(bytes(range(256)) * (size // 256 + 1))
+    # A finished entry leaves its last checkpoint behind; a stopped one needs it to resume.
+    for name, finished in (("Pretrain-002-done", True), ("Pretrain-002-stopped", False)):
+        (cache / name / "work").mkdir(parents=True)
+        (cache / name / "work" / "checkpoint.pt").write_bytes(b"state")
+        if finished:
+            (cache / name / "cache-metadata.json").write_text("{}")
     parts = campaign.pack(tmp_path / "gpu", tmp_path / "out", since)
     assert len(parts) >= 1 and all(p.stat().st_size <= campaign.PART_BYTES for p in parts)
     campaign.unpack(tmp_path / "out", tmp_path / "here")
     unpacked = sorted(p.name for p in (tmp_path / "here" / "cache").iterdir())
-    assert unpacked == ["Pretrain-002-b", "Score-001-c"]
+    assert unpacked == ["Pretrain-002-b", "Pretrain-002-done", "Pretrain-002-stopped", "Score-001-c"]
+    here = tmp_path / "here" / "cache"
+    assert not (here / "Pretrain-002-done" / "work").exists() and (here / "Pretrain-002-done" / "cache-metadata.json").is_file()
+    assert (here / "Pretrain-002-stopped" / "work" / "checkpoint.pt").read_bytes() == b"state"
     assert (tmp_path / "here" / "cache" / "Pretrain-002-b" / "data.bin").read_bytes() == (cache / "Pretrain-002-b" / "data.bin").read_bytes()
 
 
@@ -84,15 +93,21 @@ def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
             assert graph["tokenizer"].unique_id != cpu["tokenizer"].unique_id  # the whole corpus's vocabulary
             if "random_init" not in file:
                 assert graph["corpus_parser"].unique_id == cpu["corpus_parser"].unique_id
+            # Each phase runs a sub-graph (`tango run -s`), which Tango builds only when no step
+            # goes by two names (the uncapped corpus once did: `corpus` and `vectors_corpus`).
+            assert "vectors_corpus" not in graph
+            for target in ("pretraining_data", "pretrained_model", "random_encoder"):
+                if target in graph:
+                    assert target in graph.sub_graph(target)
             tasks = {name.split("_score_s")[0] for name in graph if "_score_s" in name}
             assert tasks == ({"ud_parser", "ner"} if language in ("wolof", "maltese", "uyghur") else {"ud_parser"})
-    assert campaign.phase_commands("pretrain", campaign.language_files("coptic"), 4)[0][-3] == "benchmarks/gpu/coptic_m_paper_scale.jsonnet"
+    assert campaign.phase_commands("pretrain", campaign.language_files("coptic"), 4)[0][-2] == "benchmarks/gpu/coptic_m_paper_scale.jsonnet"
 
 
 def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_path):
     """paper_scale.libsonnet's `levers` (the one switch for bf16 / fused AdamW / torch.compile once
     the GPU benchmark has measured them) land in pretrain_microbert's arguments, change its ID and
-    everything downstream, and leave the data steps alone; the committed files set none."""
+    everything downstream, and leave the data steps alone; the committed files set levers.json's."""
     from tango.common import Params
     from tango.step_graph import StepGraph
 
@@ -106,8 +121,134 @@ def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_p
     levers = {"precision": "bf16", "fused_optimizer": True, "compile_encoder": {"mode": "reduce-overhead"}}
     plain, fast = graph({}), graph(levers)
     committed = StepGraph.from_params(Params.from_file(REPO / campaign.FILES[0]).pop("steps"))
-    assert plain["pretrained_model"].unique_id == committed["pretrained_model"].unique_id
+    chosen = json.loads(campaign.LEVERS_FILE.read_text())  # what the lever benchmark chose ({}: none)
+    assert graph(chosen)["pretrained_model"].unique_id == committed["pretrained_model"].unique_id
+    assert {k: committed["pretrained_model"].kwargs[k] for k in chosen} == chosen
     assert {k: fast["pretrained_model"].kwargs[k] for k in levers} == levers
     assert fast["pretrained_model"].unique_id != plain["pretrained_model"].unique_id
     assert fast["ud_parser_s42"].unique_id != plain["ud_parser_s42"].unique_id
     assert fast["pretraining_data"].unique_id == plain["pretraining_data"].unique_id
+
+
+def test_the_levers_phase_writes_the_fastest_m_row_for_the_pretraining_after_it(tmp_path):
+    """`campaign.py levers` on CPU (eager rows only, a tiny batch): the record and the choice come
+    back under $OUT, and the choice is the fastest µB-M row's levers, defaults left out."""
+    levers_file = tmp_path / "levers.json"
+    tiny = ["--batch-size", "4", "--length", "16", "--steps", "2", "--warmup", "1", "--threads", "1"]
+    assert campaign.choose_levers(tmp_path / "out", 300, device="cpu", extra=tiny, levers_file=levers_file,
+                                  runs=campaign.LEVER_RUNS[:1]) == 0
+    record = json.loads((tmp_path / "out" / "gpu_pretrain_step_eager.json").read_text())
+    medians = {name: t for name, t in record["median_seconds"].items() if name == "µB-M" or name.startswith("µB-M [")}
+    fastest = min(medians, key=medians.get)
+    expected = {"µB-M": {}, "µB-M [fp32, fused]": {"fused_optimizer": True}, "µB-M [bf16, default]": {"precision": "bf16"},
+                "µB-M [bf16, fused]": {"precision": "bf16", "fused_optimizer": True}}[fastest]
+    assert json.loads(levers_file.read_text()) == expected == json.loads((tmp_path / "out" / "levers.json").read_text())
+    compiled = {"precision": ["bf16"], "optimizer": ["fused"], "compile": ["reduce-overhead"],
+                "median_seconds": {"µB-M [bf16, fused, compile reduce-overhead]": min(medians.values()) / 2}}
+    assert campaign.chosen_levers([record, compiled]) == {"precision": "bf16", "fused_optimizer": True,
+                                                          "compile_encoder": {"mode": "reduce-overhead"}}
+
+
+def _toy_steps():
+    """Two registered toy steps for a root → middle → leaf chain."""
+    from tango import Step
+
+    if "campaign_toy_root" not in Step.list_available():
+        @Step.register("campaign_toy_root")
+        class Root(Step):
+            DETERMINISTIC, CACHEABLE = True, True
+
+            def run(self, value: int) -> int:  # type: ignore[override]
+                return value
+
+        @Step.register("campaign_toy_double")
+        class Double(Step):
+            DETERMINISTIC, CACHEABLE = True, True
+
+            def run(self, value: int) -> int:  # type: ignore[override]
+                return 2 * value
+
+
+def test_run_steps_computes_a_step_from_cached_inputs_without_the_steps_above_them(tmp_path):
+    """What the pretraining phase needs on a GPU machine given only the cached pretraining data:
+    `tango run -s leaf` would ensure `root` too (there, a corpus parser); run_steps computes `leaf`
+    from the cached `middle` and never runs `root`."""
+    import shutil
+
+    import pytest
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+    from tango.workspaces import LocalWorkspace
+
+    from benchmarks.gpu.run_steps import run_steps
+
+    _toy_steps()
+    experiment = tmp_path / "toy.jsonnet"
+    experiment.write_text(json.dumps({"steps": {
+        "root": {"type": "campaign_toy_root", "value": 3},
+        "middle": {"type": "campaign_toy_double", "value": {"type": "ref", "ref": "root"}},
+        "leaf": {"type": "campaign_toy_double", "value": {"type": "ref", "ref": "middle"}},
+    }}))
+    there = LocalWorkspace(tmp_path / "there")
+    graph = StepGraph.from_params(Params.from_file(experiment).pop("steps"))
+    assert graph["middle"].result(there) == 6
+    here = tmp_path / "here"
+    (here / "cache").mkdir(parents=True)
+    shutil.copytree(there.step_dir(graph["middle"]), here / "cache" / graph["middle"].unique_id)
+    assert run_steps(experiment, ["leaf"], here) == 0
+    workspace = LocalWorkspace(here)
+    assert workspace.step_cache[graph["leaf"]] == 12
+    assert graph["root"] not in workspace.step_cache and not (here / "cache" / graph["root"].unique_id).exists()
+    with pytest.raises(SystemExit, match="no step named nothing"):
+        run_steps(experiment, ["nothing"], here)
+
+
+def test_a_cache_entry_copied_from_another_machine_counts_as_completed(tmp_path):
+    """An entry brought back from a GPU machine has no record in this workspace's step-info
+    database; under `tango run -j` the step was failed for it. The workspace adopts it instead."""
+    import shutil
+
+    from tango.step_info import StepState
+    from tango.workspaces import LocalWorkspace
+
+    _toy_steps()
+    from tango import Step
+
+    double = Step.by_name("campaign_toy_double")
+    copied, absent = double(value=5), double(value=7)
+    there = LocalWorkspace(tmp_path / "there")
+    assert copied.result(there) == 10
+    here = LocalWorkspace(tmp_path / "here")
+    shutil.copytree(there.step_dir(copied), tmp_path / "here" / "cache" / copied.unique_id)
+    assert here.step_info(copied).state == StepState.COMPLETED
+    assert here.step_info(absent).state == StepState.INCOMPLETE
+
+
+def test_tango_reads_an_experiment_file_without_cached_path(tmp_path, monkeypatch):
+    """The GPU image lacks cached-path's cloud clients; the compat shim's stand-in reads local files."""
+    import pytest
+    from tango.common import Params
+
+    from steps.common import compat
+
+    monkeypatch.setitem(sys.modules, "cached_path", None)  # as if its import failed
+    compat._cached_path_or_local_stand_in()
+    stand_in = sys.modules["cached_path"]
+    assert stand_in is not None and stand_in.cached_path(tmp_path) == tmp_path
+    file = tmp_path / "x.jsonnet"
+    file.write_text('{"steps": {}}')
+    assert Params.from_file(file).as_dict() == {"steps": {}}
+    with pytest.raises(FileNotFoundError, match="only local files"):
+        stand_in.cached_path("https://example.org/x.jsonnet")
+
+
+def test_the_finetune_phase_runs_every_fine_tuning_step_once_then_the_scores():
+    tuning, scoring = campaign.finetune_stages(campaign.FILES, jobs=15)
+    run_steps = str(REPO / "benchmarks" / "gpu" / "run_steps.py")
+    assert all(command[1] == run_steps for command in tuning + scoring)
+    assert len(tuning) == 15 and len(scoring) == 3
+    names = [(command[2], name) for command in tuning for name in command[3:]]
+    assert len(names) == len(set(names)) == 3 * 10  # 3 encoders × 5 seeds × UD and NER, each once
+    assert {name.rsplit("_s", 1)[0] for _, name in names} == {"ud_parser", "ner"}
+    assert all(set(command[3:]) == {f"{task}_{kind}" for task in ("ud_parser", "ner") for kind in
+                                    ["cell"] + [f"score_s{seed}" for seed in range(42, 47)]} for command in scoring)

@@ -351,3 +351,38 @@ def test_builder_rejects_unknown_conditions(tmp_path):
     bad.write_text(f'(import "{lib}").experiment("wolof", "MQ", "smoke")\n')
     with pytest.raises(Exception, match="unknown condition MQ"):
         load_config(bad)
+
+
+def test_every_attention_variant_compiles_into_one_encoder_graph():
+    """A value read back from the device inside the encoder (a data check's `bool(tensor.any())`)
+    splits torch.compile's graph there; under CUDA graphs the MXPT-SLA encoder then made no step in
+    80 s on an H200 (SPEC §F mask check, trees.py). Every registered attention variant, through the
+    one hook, must trace as one graph with no break."""
+    import torch._dynamo
+
+    from benchmarks.bench_pretrain_step import synthetic_batch
+    from models import MicroBertForPretraining
+    from models.attention.base import ATTENTION_VARIANTS
+
+    batch = synthetic_batch(4, 24, 200, 12, seed=0)
+    size = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, vocab_size=200)
+    # TG's stack/compose and causal attention belong to the Transformer Grammar LM, not a µBERT encoder.
+    conditions = ["M"] + [f"M-{variant.condition_suffix}" for variant in ATTENTION_VARIANTS.values()
+                          if variant.name not in ("tg", "causal")]
+    assert {"M-SLA", "M-G", "M-A13"} <= set(conditions)
+    for condition in conditions:
+        model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=12, **size).train()
+        captured = {}
+        forward = model.bert.forward
+
+        def capture(*args, **kwargs):
+            captured.update(args=args, kwargs=kwargs)
+            return forward(*args, **kwargs)
+
+        model.bert.forward = capture
+        model(**batch)
+        model.bert.forward = forward
+        torch._dynamo.reset()
+        explained = torch._dynamo.explain(model.bert)(*captured["args"], **captured["kwargs"])
+        reasons = [reason.reason.splitlines()[0] for reason in explained.break_reasons]
+        assert explained.graph_break_count == 0, (condition, reasons)

@@ -1,34 +1,32 @@
 """The Wolof paper-scale campaign (issue 14) as commands of at most 10 minutes on a lent GPU machine.
 
-Every phase is a `tango run` under a time limit; a phase that runs out of time is simply called
-again, and its steps resume (pretraining from its last checkpoint, finished steps from the cache).
-Its exit status says what happened: 0 done, 3 time ran out (call the same phase again).
+Every phase runs steps under a time limit; a phase that runs out of time is simply called again,
+and its steps resume (pretraining from its last checkpoint, fine-tuning from its last epoch,
+finished steps from the cache). Its exit status says what happened: 0 done, 3 time ran out (call
+the same phase again), 1 a step failed.
 
-    # here, once: the language's data travels inside the checkout (ignored by git, carried by the device tool)
-    mkdir -p shared/data && cp -r ../shared/data/wolof shared/data/ && echo /shared/ >> .git/info/exclude
-    # another language: --language coptic|maltese|uyghur|ancient_greek on every phase below, and
-    # copy that language's folder instead (its UD, corpus and WikiAnn: 8-73 MB, under the 64 MiB
-    # carry for all but Uyghur's 73 MB of HTML, which then goes as shared/data/uyghur/{ud,wikiann}
-    # plus a tarred corpus, unpacked there by the data phase's caller)
-    # on the GPU machine, in the repo root (each line one device call of <= 10 minutes):
-    python benchmarks/gpu/campaign.py data       # corpus parser (cpu scale), parse of the whole corpus, vocabulary, rows
-    python benchmarks/gpu/campaign.py pretrain $OUT  # µB-M and µB-MXPT-SLA side by side on the one GPU; repeat until 0
-    python benchmarks/gpu/campaign.py finetune   # 30 fine-tunes (3 encoders x 5 seeds x UD, NER) with tango -j
-    python benchmarks/gpu/campaign.py pack $OUT  # the new cache entries as <= 8 parts of <= 15 MiB under $OUT
-    # back here:
-    python benchmarks/gpu/campaign.py unpack <files_at of the pack call>    # into ./workspace/cache
-    tango run benchmarks/gpu/wolof_m_paper_scale.jsonnet                # finds every step cached
+    levers $OUT     time the pretraining levers (bench_pretrain_step.py) and write M's fastest to levers.json
+    data            corpus parser (cpu scale), parse of the whole corpus, vocabulary, rows (here, on 2 cores: ~12 min)
+    pretrain $OUT   µB-M and µB-MXPT-SLA side by side (--files one of them for a clean wall time)
+    finetune $OUT   every fine-tuning step (3 encoders x 5 seeds x UD, NER) in about --jobs processes, then the scores
+    pack $OUT       the cache entries written since --since as <= 8 parts of <= 15 MiB (finished ones without their checkpoints)
+    unpack DIR      back here: the parts into ./workspace/cache, where `tango run` of the same files finds them
 
-A folder after data/pretrain/finetune ($OUT) takes each command's whole log (`<phase>-<n>.log`, so
-a pace line or a stall traceback from `pretrain_microbert` comes back even when progress bars fill
-the device tool's output tail); the last lines of each are printed at the end.
-`--budget SECONDS` (default 540) bounds each phase below the 10-minute command limit. The
-experiment files are benchmarks/gpu/<language>_{m,mxpt_sla,random_init}_paper_scale.jsonnet for
-`--language` (default wolof); pass `--files` to run others (e.g. the "paper" regime).
+The machine needs only what the steps read: pretrain and finetune run the named steps through
+`run_steps.py`, which computes a dependency only when the cache lacks it (`tango run -s` would first
+retrain the corpus parser above the cached pretraining data). `benchmarks/gpu/allocation.sh` is one
+whole device call (levers, µB-M, µB-MXPT-SLA with the time left, pack) and says what travels with it.
+Another language: --language coptic|maltese|uyghur|ancient_greek, and that language's data.
+
+A folder after levers/data/pretrain/finetune ($OUT) takes each command's whole log (`<phase>-<n>.log`,
+so a pace line or a stall traceback from `pretrain_microbert` comes back even when progress bars fill
+the device tool's output tail); the last lines of each are printed at the end. `--budget SECONDS`
+(default 540) bounds each phase below the 10-minute command limit.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -116,21 +114,110 @@ def phase_commands(phase: str, files: Sequence[str], jobs: int) -> List[List[str
         # which is the same step.
         return [tango([files[0], "-s", "pretraining_data"])]
     if phase == "pretrain":
-        return [tango([file, "-s", "pretrained_model"]) for file in files if "random_init" not in file]
+        # Not `tango run -s`: it would also ensure the corpus parser above the cached pretraining data.
+        return [[sys.executable, str(REPO / "benchmarks" / "gpu" / "run_steps.py"), file, "pretrained_model"]
+                for file in files if "random_init" not in file]
     if phase == "finetune":
-        return [tango([file, "-j", str(jobs)]) for file in files]
+        return finetune_stages(files, jobs)[0]  # main() runs the scoring stage after it
     raise ValueError(phase)
 
 
+def run_steps_command(file: str, names: Sequence[str]) -> List[str]:
+    return [sys.executable, str(REPO / "benchmarks" / "gpu" / "run_steps.py"), file, *names]
+
+
+def finetune_stages(files: Sequence[str], jobs: int) -> List[List[List[str]]]:
+    """The finetune phase as two stages of side-by-side `run_steps` commands: every file's
+    fine-tuning steps spread over about `jobs` commands, then each file's scores and table cells.
+    Not `tango run -j`: it would ensure the corpus parser above the cached inputs first."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401  (registers the steps; compat shims first)
+
+    tuning, scoring = [], []
+    for file in files:
+        graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+        names = [name for name, step in graph.items() if type(step).__name__.startswith("Finetune")]
+        groups = max(1, min(len(names), round(jobs / len(files))))
+        tuning += [run_steps_command(file, names[start::groups]) for start in range(groups)]
+        cells = [name for name, step in graph.items() if type(step).__name__ in ("ScoreCell", "AggregateCell")]
+        scoring.append(run_steps_command(file, cells))
+    return [tuning, scoring]
+
+
+LEVERS_FILE = REPO / "benchmarks" / "gpu" / "levers.json"  # paper_scale.libsonnet's levers (they re-key pretraining)
+BENCH = [sys.executable, str(REPO / "benchmarks" / "bench_pretrain_step.py"), "--batch-size", "256", "--length", "64",
+         "--steps", "30", "--warmup", "5", "--conditions", "M", "MXPT-SLA"]
+# Eager rows first (seconds); the compiled ones compile twice (M and MXPT-SLA) and may not fit.
+LEVER_RUNS = (("eager", ["--precision", "fp32", "bf16", "--optimizer", "default", "fused", "--compile", "none"]),
+              ("compiled", ["--precision", "bf16", "--optimizer", "fused", "--compile", "reduce-overhead"]))
+
+
+def chosen_levers(results: Sequence[dict], condition: str = "M") -> dict:
+    """pretrain_microbert's lever arguments of `condition`'s fastest row over the benchmark runs
+    (bench_pretrain_step.py's JSON), defaults left out: {} when plain fp32 eager wins."""
+    from benchmarks.bench_pretrain_step import lever_variants
+
+    best = None
+    for result in results:
+        for suffix, precision, fused, mode in lever_variants(result["precision"], result["optimizer"], result["compile"]):
+            median = result["median_seconds"].get(f"µB-{condition}{suffix}")
+            if median is not None and (best is None or median < best[0]):
+                best = (median, precision, fused, mode)
+    if best is None:
+        raise ValueError(f"no µB-{condition} row in the benchmark results")
+    _, precision, fused, mode = best
+    return {**({"precision": precision} if precision != "fp32" else {}), **({"fused_optimizer": True} if fused else {}),
+            **({"compile_encoder": {"mode": mode}} if mode is not None else {})}
+
+
+def choose_levers(out: Path, budget: float, device: str = "cuda", extra: Sequence[str] = (),
+                  levers_file: Path = LEVERS_FILE, runs=LEVER_RUNS) -> int:
+    """Time every lever on the device (`runs`, within `budget` seconds) and write M's fastest
+    combination to `levers_file` (and `out`), so the pretraining phase after it runs with them."""
+    out.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + budget
+    results = []
+    for name, arguments in runs:
+        record = out / f"gpu_pretrain_step_{name}.json"
+        left = deadline - time.monotonic()
+        if left < 10:
+            print(f"campaign: no time left for the {name} lever rows", flush=True)
+            break
+        command = [*BENCH, "--device", device, *arguments, *extra, "--json", str(record)]
+        with open(out / f"levers-{name}.log", "w", encoding="utf-8") as log:
+            try:
+                subprocess.run(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, timeout=left, check=False)
+            except subprocess.TimeoutExpired:
+                print(f"campaign: the {name} lever rows ran out of time", flush=True)
+        print(f"campaign: last lines of levers-{name}.log:", *last_lines(out / f"levers-{name}.log", 12), sep="\n  ", flush=True)
+        if record.is_file():
+            results.append(json.loads(record.read_text()))
+    if not results:
+        print("campaign: no lever rows finished; levers left as they were", flush=True)
+        return 1
+    levers = chosen_levers(results)
+    levers_file.write_text(json.dumps(levers, indent=2) + "\n")
+    (out / levers_file.name).write_text(levers_file.read_text())
+    print(f"campaign: levers for the paper-scale pretraining: {levers or 'none (plain fp32, eager)'}", flush=True)
+    return 0
+
+
 def pack(workspace: Path, out: Path, since: float) -> List[Path]:
-    """Cache entries written after `since` (plus the step-info database), tarred and cut into parts."""
+    """Cache entries written after `since`, tarred and cut into parts: a finished entry without its
+    work folder, an unfinished one (a stopped pretraining) with it."""
     cache = workspace / "cache"
     entries = sorted(p for p in cache.iterdir() if p.is_dir() and p.stat().st_mtime >= since) if cache.is_dir() else []
     out.mkdir(parents=True, exist_ok=True)
     archive = out / "campaign.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         for entry in entries:
-            tar.add(entry, arcname=f"cache/{entry.name}")
+            # A finished entry's work folder holds only its last checkpoint (20 MB for a µBERT):
+            # an unfinished one travels with it, to resume from.
+            finished = (entry / "cache-metadata.json").is_file()
+            tar.add(entry, arcname=f"cache/{entry.name}",
+                    filter=lambda info: None if finished and info.name.split("/")[2:3] == ["work"] else info)
     data = archive.read_bytes()
     archive.unlink()
     parts = []
@@ -161,7 +248,7 @@ def unpack(folder: Path, workspace: Path) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=["data", "pretrain", "finetune", "pack", "unpack"])
+    parser.add_argument("phase", choices=["levers", "data", "pretrain", "finetune", "pack", "unpack"])
     parser.add_argument("folder", nargs="?", type=Path,
                         help="pack: where the parts go ($OUT); unpack: where they are; other phases: where the logs go ($OUT)")
     parser.add_argument("--budget", type=float, default=540.0, help="seconds per phase (below the 600 s command limit)")
@@ -169,6 +256,8 @@ def main(argv=None) -> int:
     parser.add_argument("--files", nargs="+", help="experiment files (default: the language's three)")
     parser.add_argument("--jobs", type=int, default=15, help="fine-tuning steps at once (one CPU thread each)")
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
+    parser.add_argument("--lever-runs", nargs="+", choices=[name for name, _ in LEVER_RUNS],
+                        help="levers: which benchmark runs (default all; the compiled one compiles twice)")
     parser.add_argument("--since", type=float, default=0.0, help="pack: only entries modified after this Unix time")
     args = parser.parse_args(argv)
     args.files = args.files or language_files(args.language)
@@ -178,10 +267,22 @@ def main(argv=None) -> int:
             parser.error("pack needs the output folder ($OUT)")
         pack(args.workspace, args.folder, args.since)
         return 0
+    if args.phase == "levers":
+        if args.folder is None:
+            parser.error("levers needs the output folder ($OUT)")
+        runs = [run for run in LEVER_RUNS if run[0] in (args.lever_runs or [name for name, _ in LEVER_RUNS])]
+        return choose_levers(args.folder, args.budget, runs=runs)
     if args.phase == "unpack":
         if args.folder is None:
             parser.error("unpack needs the folder holding the parts")
         return unpack(args.folder, args.workspace)
+    if args.phase == "finetune":
+        deadline = time.monotonic() + args.budget
+        for number, stage in enumerate(finetune_stages(args.files, args.jobs)):
+            status = run_all(stage, deadline - time.monotonic(), args.folder, f"finetune{number}")
+            if status != 0:
+                return status
+        return 0
     return run_all(phase_commands(args.phase, args.files, args.jobs), args.budget, args.folder, args.phase)
 
 

@@ -8,8 +8,8 @@
 //                epochs, patience 10), "cpu" (the cpu scale's own) or "cpu_x2" (ours: the cpu regime
 //                twice as long, 40 epochs, patience 20); the paper regimes run one CPU thread each so
 //                `tango run -j` fills a GPU machine, the cpu ones the step's default
-//   levers       GPU speed levers of pretrain_microbert, {} (none) until the lever benchmark shows what
-//                they buy: e.g. { precision: "bf16", fused_optimizer: true, compile_encoder: { mode: "reduce-overhead" } }
+//   levers       GPU speed levers of pretrain_microbert from levers.json, which `campaign.py levers` writes
+//                from the lever benchmark ({}: none; e.g. { precision: "bf16", fused_optimizer: true })
 // Score cells are scale "gpu-<regime>", so tables keep them apart from the cpu and paper files.
 local lib = import "../../configs/lib.libsonnet";
 
@@ -32,11 +32,20 @@ local finetuning(step, regime) =
   else if step.type == "finetune_ner" then step + { config+: regimes[regime].ner } + threads(regime)
   else step;
 
-// Set once the benchmark has measured them (README: "GPU pretraining speed"); they re-key pretraining.
-local default_levers = {};
+// M's fastest combination in the lever benchmark, written by `campaign.py levers`; they re-key pretraining.
+local default_levers = import "levers.json";
+
+// Uncapped, `corpus` is the same step as `vectors_corpus`: Tango merges the two into one step object
+// under one name, and `tango run -s` then finds the other name's dependants unsatisfied. One name
+// for it (word vectors read `corpus`) keeps every step ID and lets a campaign phase run a sub-graph.
+local one_corpus(steps) = {
+  [name]: if name == "word_vectors" && std.objectHas(steps, "vectors_corpus") then steps[name] + { corpus: { type: "ref", ref: "corpus" } } else steps[name]
+  for name in std.objectFields(steps)
+  if name != "vectors_corpus"
+};
 
 local overlay(cell, regime, loader_workers, levers) = {
-  steps: std.mapWithKey(
+  steps: one_corpus(std.mapWithKey(
     function(name, step)
       if step.type == "load_corpus" then step + { max_train_sentences: null, max_dev_sentences: null }
       else if step.type == "build_pretraining_data" then step + { max_length: 512 }
@@ -45,11 +54,12 @@ local overlay(cell, regime, loader_workers, levers) = {
         training+: lib.scales.paper.pretrain.training + { lr: 3e-3, batch_size: 256, grad_accumulation: 1, checkpoint_every: 5000 },
         loader_workers: loader_workers,
         sync_every: 50,  // read losses back every 50 steps, not after each (not in the cache key)
+        stall_seconds: 120,  // tracebacks of a run with no step for 2 minutes, inside one device call (nor this)
       } + levers
       else if step.type == "score_cell" then step + { scale: "gpu-" + regime }
       else finetuning(step, regime),
     cell.steps
-  ),
+  )),
 };
 
 {

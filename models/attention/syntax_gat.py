@@ -67,7 +67,10 @@ def gat_tree_distance(
     positions = torch.arange(real.shape[1], device=real.device)
     is_sep = positions[None, :] == (real.sum(-1, keepdim=True) - 1)
     is_cls = (positions[None, :] == 0) & real
-    if bool((real & ~(is_node | is_sep | is_cls)).any()) or bool((is_node & (is_sep | is_cls | ~real)).any()):
+    # Eager only: under torch.compile this read-back would split the encoder's graph (see trees.sla_allowed_mask).
+    if not torch.compiler.is_compiling() and (
+        bool((real & ~(is_node | is_sep | is_cls)).any()) or bool((is_node & (is_sep | is_cls | ~real)).any())
+    ):
         raise ValueError("syntax-guided attention needs a tree node (heads ≥ 0) at every real position but [CLS]/[SEP]")
     depth = structure.depth + is_sep.long()
     node_distance = _float_distance_from_ancestors(structure.ancestors, is_node, structure.depth).round().long()

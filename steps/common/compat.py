@@ -17,12 +17,17 @@ from steps.common.formats import DamagedCacheEntry
 def _git_metadata_tolerating_no_remote(cls):
     # Tango records the commit of the working repo with each run, but crashes when the repo has no
     # remote named "origin" (a fresh `git init`, or a clone whose remote has another name).
-    from git import InvalidGitRepositoryError, Repo
+    # Nor may a machine without GitPython or a git executable (a GPU image) fail the run over it.
+    try:
+        from git import Repo
+        from git.exc import GitError
+    except ImportError:
+        return None
 
     try:
         repo = Repo(".")
         commit = str(repo.commit())
-    except (InvalidGitRepositoryError, ValueError):
+    except (GitError, ValueError):
         return None
     remote = repo.remotes[0].url if repo.remotes else None
     return cls(commit=commit, remote=remote)
@@ -121,3 +126,58 @@ def _keep_killed_result_writes_incomplete() -> None:
 
 
 _keep_killed_result_writes_incomplete()
+
+
+def _local_cached_path(url_or_filename, **_unused) -> Path:
+    """cached_path for local files only: all Tango's `Params.from_file` asks of it here."""
+    path = Path(url_or_filename)
+    if not path.exists():
+        raise FileNotFoundError(f"{url_or_filename}: no such file (cached-path is not installed, so only local files are read)")
+    return path
+
+
+def _cached_path_or_local_stand_in() -> None:
+    # Tango reads experiment files through cached-path, whose import pulls boto3 and the Google
+    # Cloud client. A machine without them (the GPU image) gets a local-files stand-in.
+    import sys
+    import types
+
+    try:
+        import cached_path  # noqa: F401
+    except ImportError:
+        stand_in = types.ModuleType("cached_path")
+        stand_in.cached_path = _local_cached_path
+        sys.modules["cached_path"] = stand_in
+
+
+_cached_path_or_local_stand_in()
+
+
+def _adopt_entries_copied_from_another_machine() -> None:
+    # A complete cache entry copied in from another machine (a GPU campaign's) has no record in this
+    # workspace's step-info database: Tango 1.3.2 makes one that says "incomplete", and under
+    # `tango run -j` a step whose record still says so after its process found it in the cache is
+    # failed. An "incomplete" record beside a complete entry (metadata written last) is such a copy:
+    # record it as completed where it lies.
+    from tango.step_caches.local_step_cache import LocalStepCache
+
+    stock = LocalWorkspace.step_info
+
+    def step_info(self, step_or_unique_id):
+        record = stock(self, step_or_unique_id)
+        if record.state != StepState.INCOMPLETE or not record.cacheable:
+            return record
+        step_dir = self.step_dir(record.unique_id)
+        if not (step_dir / LocalStepCache.METADATA_FILE_NAME).exists():
+            return record
+        record.start_time = record.end_time = utc_now_datetime()
+        record.result_location = str(step_dir.absolute())
+        with SqliteDict(self.step_info_file) as records:
+            records[record.unique_id] = record
+            records.commit()
+        return record
+
+    LocalWorkspace.step_info = step_info
+
+
+_adopt_entries_copied_from_another_machine()
