@@ -76,10 +76,16 @@ class TreeStructure:
 
 def ancestor_matrix(heads: torch.Tensor) -> torch.Tensor:
     """(B, T, T) bool: ``out[b, i, j]`` iff node j is a proper ancestor of node i (ROOT excluded).
+    Raises on a cycle. Two ways to the same matrix: walking up on a CPU, pointer doubling on an
+    accelerator or under torch.compile, where each walking step's "go on?" is a sync or a graph break."""
+    if heads.device.type == "cpu" and not torch.compiler.is_compiling():
+        return _ancestors_by_walking(heads)
+    return _ancestors_by_doubling(heads)
 
-    Walks every token towards ROOT in lock-step, so the loop runs (max depth) times, each step a
-    gather and a scatter over the whole batch.  Raises on a cycle.
-    """
+
+def _ancestors_by_walking(heads: torch.Tensor) -> torch.Tensor:
+    """Every token steps towards ROOT in lock-step, (max depth) steps of a gather and a scatter over
+    the whole batch: the fewest element operations, but a read-back after each step."""
     batch_size, length = heads.shape
     parent = heads.long().clamp(min=0)  # ROOT, [CLS], [SEP] and padding all map to 0 = "stop"
     ancestors = torch.zeros(batch_size, length, length, dtype=torch.bool, device=heads.device)
@@ -94,6 +100,24 @@ def ancestor_matrix(heads: torch.Tensor) -> torch.Tensor:
         current = torch.gather(parent, 1, current)
         active = active & (current > 0)
     raise ValueError("heads contain a cycle: some token never reaches ROOT")
+
+
+def _ancestors_by_doubling(heads: torch.Tensor) -> torch.Tensor:
+    """After round k every token knows its ancestors up to 2^k edges up and its 2^k-th ancestor:
+    ⌈log2 T⌉ rounds of two gathers of the (B, T, T) matrix, and no read-back between them (the
+    cycle check runs once, eagerly only)."""
+    batch_size, length = heads.shape
+    parent = heads.long().clamp(min=0)
+    # Row 0 ([CLS]) has no ancestors, so pointing a finished token at 0 adds nothing to its set.
+    ancestors = torch.zeros(batch_size, length, length, dtype=torch.bool, device=heads.device)
+    ancestors.scatter_(2, parent[:, :, None], (parent > 0)[:, :, None])
+    jump = parent  # each token's 2^k-th ancestor, 0 once past the sentence root
+    for _ in range(max(1, (length - 1).bit_length())):
+        ancestors |= torch.gather(ancestors, 1, jump[:, :, None].expand(-1, -1, length))
+        jump = torch.gather(jump, 1, jump)
+    if not torch.compiler.is_compiling() and bool((jump > 0).any()):
+        raise ValueError("heads contain a cycle: some token never reaches ROOT")
+    return ancestors
 
 
 def tree_depth(heads: torch.Tensor) -> torch.Tensor:

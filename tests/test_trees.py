@@ -181,6 +181,29 @@ def test_structure_on_small_tree():
     assert tree_distance(heads)[0, 0, 1].item() == NO_PATH
 
 
+@pytest.mark.parametrize("build", ["walking", "doubling"])
+def test_both_ways_to_the_ancestors_agree_with_the_tree_up_to_the_deepest_chain(build, ud_batches):
+    """The CPU's walk and the accelerator's pointer doubling (`ancestor_matrix` picks by device),
+    each against brute force: the real trees, and chains whose every token heads the next, filling
+    the row but for [CLS] and [SEP] (doubling's round count is set by the row length)."""
+    from models import trees
+
+    ancestors_of = getattr(trees, f"_ancestors_by_{build}")
+    chains = [pad_batch([[0] + list(range(1, n))], extra_padding=0) for n in (1, 2, 3, 7, 8, 9, 62, 63, 64)]
+    for heads in list(ud_batches) + chains:
+        expected = torch.zeros(heads.shape + heads.shape[1:], dtype=torch.bool)
+        for b, row in enumerate(heads.tolist()):
+            for i in range(len(row)):
+                j = row[i]
+                while j > 0:  # walk up one edge at a time
+                    expected[b, i, j] = True
+                    j = row[j]
+        assert torch.equal(ancestors_of(heads), expected)
+    cycle = pad_batch([[2, 1, 0]]).clone().index_fill_(1, torch.tensor([3]), 1)
+    with pytest.raises(ValueError, match="cycle"):
+        ancestors_of(cycle)
+
+
 def test_cycle_raises():
     with pytest.raises(ValueError, match="cycle"):
         TreeStructure.from_heads(pad_batch([[2, 1, 0]]).clone().index_fill_(1, torch.tensor([3]), 1))
