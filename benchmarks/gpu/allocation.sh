@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # One device call of the Wolof paper-scale campaign (issue 14), sized for a 15-minute allocation:
-# the eager lever benchmark, then µB-M's paper-scale pretraining alone with the fastest eager levers
-# plus torch.compile (CUDA graphs; eager again if that fails), its wall time being the speed bar,
-# then µB-MXPT-SLA's with the same levers and the time left, then the new cache entries packed
-# under $OUT. Each part stops at its share of SECONDS and resumes on the next call.
-# Prepared here (README, "GPU campaign"):
+#   bash benchmarks/gpu/allocation.sh SECONDS [PART ...]
+# runs the parts in order, each until it is done or the call's time is (keeping 40 s to pack the
+# new cache entries under $OUT); the next call resumes where this one stopped. Parts:
+#   levers             time the eager levers, write µB-M's fastest plus torch.compile to levers.json
+#                      (a pretraining that then fails retries with the eager ones)
+#   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
+#   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init;
+#                      mxpt_sla also needs the corpus parser, 75 MB, over the carry limit)
+# Default: levers pretrain=m pretrain=mxpt_sla. Prepared here (README, "GPU campaign"):
 #   .whl/  the Python packages the GPU image lacks     .carry/cache/  the cached entries it reads
 #   shared/data/wolof/  the language's data (step IDs hash the files, so all of it travels)
-# Device tool: command "bash benchmarks/gpu/allocation.sh 520", carry [".whl", ".carry"].
+# Device tool: command "bash benchmarks/gpu/allocation.sh 520 ...", carry [".whl", ".carry"].
 set -u
 total=${1:-520}
+shift
+parts=${*:-levers pretrain=m pretrain=mxpt_sla}
 start=$(date +%s)
 left() { echo $(( start + total - $1 - $(date +%s) )); }  # seconds left, keeping $1 for what follows
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -19,18 +25,33 @@ mkdir -p workspace/cache "$OUT/logs"
 cp -r .carry/cache/. workspace/cache/
 since=$(date +%s)  # entries touched after this are what comes back
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/logs/gpu.csv"
-python3 benchmarks/gpu/campaign.py levers "$OUT/logs" --budget 90 --lever-runs eager
-cp benchmarks/gpu/levers.json "$OUT/logs/levers_eager.json"
-# The compile lever on top (its fixed-shape benchmark rows would cost two compiles of this call).
-python3 -c 'import json, sys; p = sys.argv[1]; l = json.load(open(p)); l["compile_encoder"] = {"mode": "reduce-overhead"}; open(p, "w").write(json.dumps(l, indent=2) + "\n")' benchmarks/gpu/levers.json
-pretrain() { python3 benchmarks/gpu/campaign.py pretrain "$OUT/logs" --files "benchmarks/gpu/wolof_$1_paper_scale.jsonnet" --budget "$2"; }
-pretrain m "$(left 100)"
-if [ $? = 1 ]; then  # failed (not out of time): eager levers, and the same pretraining again
-  cp "$OUT/logs/levers_eager.json" benchmarks/gpu/levers.json
-  pretrain m "$(left 100)"
-fi
+campaign() { python3 benchmarks/gpu/campaign.py "$@"; }
+cells() { for cell in ${1//,/ }; do echo "benchmarks/gpu/wolof_${cell}_paper_scale.jsonnet"; done; }
+for part in $parts; do
+  budget=$(left 40)
+  if [ "$budget" -lt 30 ]; then echo "allocation: no time left for $part"; break; fi
+  echo "allocation: $part, $budget s left"
+  case $part in
+    levers)
+      campaign levers "$OUT/logs" --budget $(( budget < 90 ? budget : 90 )) --lever-runs eager
+      cp benchmarks/gpu/levers.json "$OUT/logs/levers_eager.json"
+      # The compile lever on top (its fixed-shape benchmark rows would cost two compiles of this call).
+      python3 -c 'import json, sys; p = sys.argv[1]; l = json.load(open(p)); l["compile_encoder"] = {"mode": "reduce-overhead"}; open(p, "w").write(json.dumps(l, indent=2) + "\n")' benchmarks/gpu/levers.json ;;
+    pretrain=*)
+      campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$budget"
+      if [ $? = 1 ] && [ -f "$OUT/logs/levers_eager.json" ]; then  # failed, not out of time: eager levers, again
+        cp "$OUT/logs/levers_eager.json" benchmarks/gpu/levers.json
+        campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$(left 40)"
+      fi ;;
+    finetune=*)
+      campaign finetune "$OUT/logs" --files $(cells "${part#finetune=}") --budget "$budget" ;;
+    *) echo "allocation: unknown part $part"; exit 2 ;;
+  esac
+done
 cp benchmarks/gpu/levers.json "$OUT/logs/levers.json"
-pretrain mxpt_sla "$(left 35)"
-python3 benchmarks/gpu/campaign.py pack "$OUT" --since "$since"
+for entry in .carry/cache/*/; do  # reading an entry takes its lock, which would pack it again
+  touch -d "@$(( since - 1 ))" "workspace/cache/$(basename "$entry")"
+done
+campaign pack "$OUT" --since "$since"
 tar czf "$OUT/records.tar.gz" -C "$OUT" logs && rm -r "$OUT/logs"  # the device tool brings back 8 files at most
 ls -la "$OUT"
