@@ -1,4 +1,4 @@
-"""Where Wolof µB-M's missing LAS go (issue 14 item 1), from the cache: four encoders × four
+"""Where Wolof µB-M's missing LAS go (issue 14 item 1), from the cache: five encoders × four
 fine-tuning regimes (benchmarks/gpu/decomposition.libsonnet), and each factor's effect as a paired
 difference over the fine-tuning seeds the two cells share.
 
@@ -10,7 +10,8 @@ The factors, one at a time:
 * pretraining at all: cpu µBERT − random-init (same vocabulary, same fine-tuning);
 * position embeddings: cpu_relpos − cpu (SPEC §C's relative_key_query against stock BERT's absolute ones);
 * pretraining compute: long − cpu (the same 11k rows, 27× the rows seen);
-* the paper's pretraining: paper − long (the whole 34k-sentence corpus, SPEC §G's 62,500 × 256);
+* the paper's pretraining: paper − long (the whole 34k-sentence corpus, SPEC §G's 62,500 × 256),
+  and paper − cpu (both at once, where no long cell is cached beside it);
 * the fine-tuning regime, for each encoder: cpu_x2 − cpu (length alone), paper_tenth − cpu and
   paper − paper_tenth.
 
@@ -46,6 +47,7 @@ FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes eac
     ("the reference's relative positions, not absolute ones (cpu_relpos − cpu)", ("cpu_relpos", "*"), ("cpu", "*")),
     ("27× the pretraining rows (long − cpu)", ("long", "*"), ("cpu", "*")),
     ("the paper's corpus and schedule (paper − long)", ("paper", "*"), ("long", "*")),
+    ("the paper's pretraining, all of it (paper − cpu)", ("paper", "*"), ("cpu", "*")),
     ("fine-tuning twice as long, 40 epochs (cpu_x2 − cpu regime)", ("*", "cpu_x2"), ("*", "cpu")),
     ("the paper's head and rates, 30 epochs (paper_tenth − cpu regime)", ("*", "paper_tenth"), ("*", "cpu")),
     ("the full paper regime (paper − paper_tenth)", ("*", "paper"), ("*", "paper_tenth")),

@@ -15,7 +15,7 @@ the same phase again), 1 a step failed.
 The machine needs only what the steps read: pretrain and finetune run the named steps through
 `run_steps.py`, which computes a dependency only when the cache lacks it (`tango run -s` would first
 retrain the corpus parser above the cached pretraining data). `benchmarks/gpu/allocation.sh` is one
-whole device call (levers, µB-M, µB-MXPT-SLA with the time left, pack) and says what travels with it.
+whole device call (phases in order until its time is up, then pack) and says what travels with it.
 Another language: --language coptic|maltese|uyghur|ancient_greek, and that language's data.
 
 A folder after levers/data/pretrain/finetune ($OUT) takes each command's whole log (`<phase>-<n>.log`,
@@ -115,8 +115,7 @@ def phase_commands(phase: str, files: Sequence[str], jobs: int) -> List[List[str
         return [tango([files[0], "-s", "pretraining_data"])]
     if phase == "pretrain":
         # Not `tango run -s`: it would also ensure the corpus parser above the cached pretraining data.
-        return [[sys.executable, str(REPO / "benchmarks" / "gpu" / "run_steps.py"), file, "pretrained_model"]
-                for file in files if "random_init" not in file]
+        return [run_steps_command(file, ["pretrained_model"]) for file in files if "random_init" not in file]
     if phase == "finetune":
         return finetune_stages(files, jobs)[0]  # main() runs the scoring stage after it
     raise ValueError(phase)

@@ -138,16 +138,18 @@ def _local_cached_path(url_or_filename, **_unused) -> Path:
 
 def _cached_path_or_local_stand_in() -> None:
     # Tango reads experiment files through cached-path, whose import pulls boto3 and the Google
-    # Cloud client. A machine without them (the GPU image) gets a local-files stand-in.
+    # Cloud client. A machine without it (the GPU image) gets a local-files stand-in; where it is
+    # installed it is left to be imported when Tango needs it.
+    import importlib.util
     import sys
     import types
 
-    try:
-        import cached_path  # noqa: F401
-    except ImportError:
-        stand_in = types.ModuleType("cached_path")
-        stand_in.cached_path = _local_cached_path
-        sys.modules["cached_path"] = stand_in
+    blocked = "cached_path" in sys.modules and sys.modules["cached_path"] is None  # `import` would fail
+    if not blocked and ("cached_path" in sys.modules or importlib.util.find_spec("cached_path") is not None):
+        return
+    stand_in = types.ModuleType("cached_path")
+    stand_in.cached_path = _local_cached_path
+    sys.modules["cached_path"] = stand_in
 
 
 _cached_path_or_local_stand_in()
