@@ -54,7 +54,7 @@ local overlay(cell, regime, loader_workers, levers) = {
         training+: lib.scales.paper.pretrain.training + { lr: 3e-3, batch_size: 256, grad_accumulation: 1, checkpoint_every: 5000 },
         loader_workers: loader_workers,
         sync_every: 50,  // read losses back every 50 steps, not after each (not in the cache key)
-        stall_seconds: 120,  // tracebacks of a run with no step for 2 minutes, inside one device call (nor this)
+        stall_seconds: 120,  // tracebacks once no step has finished for 2 min, within one device call (not keyed either)
       } + levers
       else if step.type == "score_cell" then step + { scale: "gpu-" + regime }
       else finetuning(step, regime),
