@@ -8,9 +8,8 @@
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
 #   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init;
 #                      mxpt_sla also needs the corpus parser, 75 MB, over the carry limit)
-# Default: levers pretrain=m pretrain=mxpt_sla. Prepared here (README, "GPU campaign"):
-#   .whl/  the Python packages the GPU image lacks     .carry/cache/  the cached entries it reads
-#   shared/data/wolof/  the language's data (step IDs hash the files, so all of it travels)
+# Default: levers pretrain=m pretrain=mxpt_sla. What travels (.whl/, .carry/cache/, shared/data/wolof/)
+# is prepared here by benchmarks/gpu/prepare_carry.sh.
 # Device tool: command "bash benchmarks/gpu/allocation.sh 520 ...", carry [".whl", ".carry"].
 set -u
 total=${1:-520}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# What a device call of allocation.sh carries, prepared here (all of it ignored by git):
+#   .whl/                 the Python packages the GPU image lacks (Tango 1.3.2 and its light dependencies)
+#   .carry/cache/         the cache entries the call reads, from WORKSPACE
+#   shared/data/LANGUAGE/ the language's data (step IDs hash the files, so all of it travels)
+# Usage: bash benchmarks/gpu/prepare_carry.sh [WORKSPACE [LANGUAGE [CELL:STEP ...]]]
+# CELL:STEP names a step of benchmarks/gpu/LANGUAGE_CELL_paper_scale.jsonnet (its ID from
+# tests/data/step_ids.json); default m:tokenizer m:pretraining_data. Add m:pretrained_model for
+# finetune=m, or a stopped entry to resume. Then: device tool, carry [".whl", ".carry"].
+set -eu
+workspace=${1:-workspace}
+language=${2:-wolof}
+shift $(( $# < 2 ? $# : 2 ))
+entries=${*:-m:tokenizer m:pretraining_data}
+for ignored in /.carry/ /shared/; do grep -qxF "$ignored" .git/info/exclude || echo "$ignored" >> .git/info/exclude; done
+mkdir -p .whl .carry/cache shared/data
+platforms="--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $platforms -d .whl \
+  ai2-tango==1.3.2 base58==2.1.1 click==8.1.3 click-help-colors==0.9.4 conllu==6.0.0 dill==0.4.1 petname==2.9 \
+  pytz==2026.6 rjsonnet==0.5.6 pytorch-crf==0.7.2 rich==13.9.4
+python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl sqlitedict==2.1.0 seqeval==1.2.2  # source-only on PyPI
+rm -rf "shared/data/$language" && cp -r "${SIB_DATA_ROOT:-../shared/data}/$language" shared/data/
+for entry in $entries; do
+  id=$(python3 -c 'import json, sys; print(json.load(open("tests/data/step_ids.json"))[f"benchmarks/gpu/{sys.argv[1]}_{sys.argv[2]}_paper_scale.jsonnet"][sys.argv[3]])' \
+       "$language" "${entry%%:*}" "${entry#*:}")
+  rm -rf ".carry/cache/$id" && cp -r "$workspace/cache/$id" .carry/cache/ && rm -f ".carry/cache/$id/lock"
+  echo "prepare_carry: $entry = $id"
+done
+du -sh .whl .carry shared
