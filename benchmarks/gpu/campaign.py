@@ -108,7 +108,7 @@ def _run_all(commands: Sequence[List[str]], budget: float, log_dir: Optional[Pat
     return 1 if failed else 0
 
 
-def phase_commands(phase: str, files: Sequence[str], jobs: int) -> List[List[str]]:
+def phase_commands(phase: str, files: Sequence[str]) -> List[List[str]]:
     if phase == "data":
         # One file builds the shared data steps; the random-init file adds nothing but its tokenizer,
         # which is the same step.
@@ -116,9 +116,7 @@ def phase_commands(phase: str, files: Sequence[str], jobs: int) -> List[List[str
     if phase == "pretrain":
         # Not `tango run -s`: it would also ensure the corpus parser above the cached pretraining data.
         return [run_steps_command(file, ["pretrained_model"]) for file in files if "random_init" not in file]
-    if phase == "finetune":
-        return finetune_stages(files, jobs)[0]  # main() runs the scoring stage after it
-    raise ValueError(phase)
+    raise ValueError(f"{phase}: not a phase of side-by-side commands (finetune runs finetune_stages)")
 
 
 def run_steps_command(file: str, names: Sequence[str]) -> List[str]:
@@ -282,7 +280,7 @@ def main(argv=None) -> int:
             if status != 0:
                 return status
         return 0
-    return run_all(phase_commands(args.phase, args.files, args.jobs), args.budget, args.folder, args.phase)
+    return run_all(phase_commands(args.phase, args.files), args.budget, args.folder, args.phase)
 
 
 if __name__ == "__main__":
