@@ -22,6 +22,10 @@ every combination asked for runs as its own row, e.g. "µB-M [bf16, fused]" or
         --conditions M MXPT-SLA --precision fp32 bf16 --optimizer default fused \
         --compile none reduce-overhead --json OUT.json
 
+With ``--parse-in-loader``, a parse-reading condition gets a second row, "(parse in loader)", whose
+batch already carries its SLA mask and P/T samples, as `pretrain_microbert`'s loader workers build
+them (`models.prepared_inputs`); that row times what the training process is left with.
+
 A compiled row compiles the encoder as `pretrain_microbert` does (`compile_module`: dynamic
 sequence length) during its warm-up steps, which are not timed. Rows that differ only in the
 optimizer compile the same encoder graph, which Inductor's on-disk cache serves the second time.
@@ -44,6 +48,8 @@ from transformers import BertConfig, BertForMaskedLM, BertModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models import MicroBertConfig, MicroBertForPretraining, MicroBertModel  # noqa: E402
+from models.prepared_inputs import ParseInputs  # noqa: E402
+from steps.pretrain.packing import pack_batch  # noqa: E402
 
 DEFAULT_CONDITIONS = ["M", "MX", "MP", "MT", "MXPT", "MPT-SLA", "MXPT-SLA", "MS-G", "M-A13", "H", "C5", "C13"]
 PER_TARGET_TOKEN = ("M", "C5", "C13")  # conditions also reported per masked target token
@@ -208,6 +214,9 @@ def main(argv=None) -> None:
                         choices=["none", "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
                         help="torch.compile mode(s) of the encoder (none: eager)")
     parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (CPU tests: aot_eager)")
+    parser.add_argument("--parse-in-loader", action="store_true",
+                        help="also a row per parse-reading condition whose batch carries its SLA mask and P/T samples, "
+                             "built before the step as pretrain_microbert's loader workers do (models.prepared_inputs)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -253,6 +262,11 @@ def main(argv=None) -> None:
                 steps_by_name[f"µB-{condition}{suffix}"] = make_soft_label_step(model, optimizer, batch, table, rows, autocast, device)
             else:
                 steps_by_name[f"µB-{condition}{suffix}"] = make_step(model, optimizer, batch, lambda out: out.loss, autocast, device)
+            preparer = ParseInputs(model.config)
+            if args.parse_in_loader and preparer:  # the same weights, fed what the loader would build (untimed, as there)
+                prepared = pack_batch(preparer(cpu_batch, args.seed)).unpack(device)
+                steps_by_name[f"µB-{condition}{suffix} (parse in loader)"] = make_step(
+                    model, optimizer, prepared, lambda out: out.loss, autocast, device)
     results = time_round_robin(steps_by_name, args.warmup, args.steps)
 
     medians = {name: statistics.median(times) for name, times in results.items()}

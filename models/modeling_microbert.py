@@ -51,7 +51,7 @@ from .objectives import (  # noqa: F401  (heads and helpers re-exported from the
     objectives_for,
     sequence_cross_entropy,
 )
-from .trees import TreeStructure
+from .trees import TreeStructure, additive_attention_mask
 
 ATTENTION_PROBABILITY_STAGES = (None, "pre_dropout", "post_dropout")
 
@@ -308,8 +308,8 @@ class MicroBertModel(MicroBertPreTrainedModel):
         Args:
             heads: (B, T) subword heads (see `trees`), read by attention variants that need a parse.
             tree_structure: the `TreeStructure` of `heads`, when the caller already built one.
-            sla_mask: (B, 1, T, T) additive gated mask (e.g. precomputed by a collator) for a variant
-                with gates (SLA); wins over `heads`.
+            sla_mask: (B, 1, T, T) additive gated mask, or (B, T, T) bool with True = allowed (e.g.
+                built by a loader, `models.prepared_inputs`), for a variant with gates (SLA); wins over `heads`.
             attention_modifier: extra syntax inputs for attention (see `AttentionModifier`), combined
                 with the variant's own.
             upos_ids: (B, T) UPOS ids per subword, for a variant that embeds them (syntax-guided attention).
@@ -370,7 +370,9 @@ class MicroBertModel(MicroBertPreTrainedModel):
         if sla_mask is not None:
             if not variant.needs_gates:
                 raise ValueError(f"sla_mask given to a model whose attention variant {variant.name!r} has no gates")
-            own = AttentionModifier(gated_mask=sla_mask.to(inputs.dtype))
+            # Boolean (B, T, T) "allowed" from a loader (models.prepared_inputs), or already additive.
+            additive = additive_attention_mask(sla_mask, inputs.dtype) if sla_mask.dtype == torch.bool else sla_mask.to(inputs.dtype)
+            own = AttentionModifier(gated_mask=additive)
         elif variant.needs_parse and inputs.heads is None and inputs.structure is None:
             if self.config.sla_without_parse == "error":
                 raise ValueError(
@@ -480,7 +482,9 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
         Needs: input_ids, attention_mask, and each active objective's `batch_fields` (labels for M,
         token_spans and xpos for X, heads for P and T; heads also for a variant that needs a parse).
         Other collated fields (tree_is_gold, word_count, …) are accepted and unused.
-        `phrase_samples` / `tree_samples` (from `trees`) override in-model sampling.
+        `phrase_samples` / `tree_samples` (from `trees`) and a boolean `sla_mask`, drawn ahead by a
+        loader (`models.prepared_inputs`), replace in-model sampling and the in-model SLA mask: the
+        tree structure is then built only if something still reads it.
         """
         batch = dict(batch_fields, input_ids=input_ids, attention_mask=attention_mask, heads=heads)
         active = self.active_objectives()
@@ -492,7 +496,10 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
         needs_trees = any(objective.needs_parse for objective in active) or (variant is not None and variant.needs_parse)
         if needs_trees and heads is None and sla_mask is None:
             raise ValueError(f"condition objectives {self.config.pretraining_objectives!r} / attention need `heads` in the batch")
-        structure = TreeStructure.from_heads(heads) if heads is not None and needs_trees else None
+        reads_structure = any(objective.needs_structure(batch) for objective in active) or (
+            variant is not None and variant.needs_parse and sla_mask is None
+        )
+        structure = TreeStructure.from_heads(heads) if heads is not None and reads_structure else None
 
         stages = {objective.attention_stage() for objective in active} - {None}
         if len(stages) > 1:

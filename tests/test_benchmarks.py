@@ -104,12 +104,34 @@ def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_pa
     torch._dynamo.reset()
     main(["--steps", "1", "--warmup", "1", "--batch-size", "4", "--length", "24", "--vocab-size", "300", "--threads", "1",
           "--conditions", "M", "MXPT-SLA", "--compile", "none", "reduce-overhead", "--compile-backend", "aot_eager",
-          "--json", str(out)])
+          "--parse-in-loader", "--json", str(out)])
     record = json.loads(out.read_text())
     for condition in ("M", "MXPT-SLA"):
         for suffix in ("", " [fp32, default, compile reduce-overhead]"):
             assert record["median_seconds"][f"µB-{condition}{suffix}"] > 0, condition + suffix
+    # The compiled encoder also takes the loader's boolean SLA mask; µB-M reads no parse, so has no such row.
+    assert record["median_seconds"]["µB-MXPT-SLA [fp32, default, compile reduce-overhead] (parse in loader)"] > 0
+    assert not any(name.startswith("µB-M ") and "parse" in name for name in record["median_seconds"])
     assert record["compile"] == ["none", "reduce-overhead"] and record["compile_backend"] == "aot_eager"
+
+
+def test_loader_benchmark_times_each_transport_on_real_rows(tmp_path):
+    """benchmarks/bench_pretrain_loader.py on the Wolof treebank: the loop's old transport (every
+    tensor handed over) and the new (the parse's inputs built in the worker, one packed buffer)."""
+    import json
+
+    from benchmarks.bench_pretrain_loader import main
+
+    out = tmp_path / "loader.json"
+    main(["--batch-size", "32", "--batches", "2", "--workers", "1", "--conditions", "M", "MXPT-SLA", "--vocab-size", "500",
+          "--json", str(out)])
+    rows = {(r["condition"], r["parse_inputs_in_loader"], r["packed"]): r for r in json.loads(out.read_text())["results"]}
+    assert set(rows) == {("M", False, False), ("M", False, True), ("MXPT-SLA", False, False), ("MXPT-SLA", True, False),
+                         ("MXPT-SLA", True, True)}
+    assert rows[("MXPT-SLA", True, False)]["tensors_per_batch"] == 20 and rows[("M", False, False)]["tensors_per_batch"] == 9
+    for row in rows.values():
+        assert row["collate_ms"] > 0 and row["receive_ms"] > 0 and row["unpickle_ms"] > 0 and row["batches_timed"] == 8
+        assert (row["prepare_ms"] > 0) == row["parse_inputs_in_loader"] and (row["pack_ms"] > 0) == row["packed"]
 
 
 def test_tg_generation_check_tells_a_grammatical_model_from_a_uniform_one():

@@ -125,6 +125,21 @@ def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run
     assert all(torch.equal(ours[k], theirs[k]) for k in trained)
 
 
+def test_the_parse_built_in_loader_workers_trains_the_weights_the_model_builds_itself(pretraining_data, tokenizer_dir, tmp_path):
+    """MXPT-SLA's mask and P/T samples drawn in two loader processes (the default) or in the model's
+    forward: one cache entry, the same history and weights bit for bit."""
+    settings = dict(max_steps=4, validate_every=2)
+    in_model = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", step_args={"parse_inputs_in_loader": False}, **settings)
+    in_workers = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", loader_workers=2, **settings)
+    assert in_model.unique_id == in_workers.unique_id
+    expected = in_model.result(LocalWorkspace(tmp_path / "in_model"))
+    result = in_workers.result(LocalWorkspace(tmp_path / "in_workers"))
+    assert read_metrics(result)["parse_inputs_in_loader"] and not read_metrics(expected)["parse_inputs_in_loader"]
+    assert without_timings(read_metrics(result)["history"]) == without_timings(read_metrics(expected)["history"])
+    ours, theirs = encoder_weights(result), encoder_weights(expected)
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
 def encoder_weights(result):
     from safetensors.torch import load_file
 

@@ -4,7 +4,9 @@
 # runs the parts in order, each until it is done or the call's time is (keeping 40 s to pack the
 # new cache entries under $OUT); the next call resumes where this one stopped. Parts:
 #   levers             time the eager levers, write µB-M's fastest plus torch.compile to levers.json
-#                      (a pretraining that then fails retries with the eager ones)
+#                      (a pretraining that then fails retries with the eager ones); MXPT-SLA rows also
+#                      with its parse built ahead, as the loader workers build it
+#   loader             what feeding the loop costs per batch on this box (bench_pretrain_loader.py, ~1 min)
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
 #   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init;
 #                      mxpt_sla also needs the corpus parser, 75 MB, over the carry limit)
@@ -36,6 +38,10 @@ for part in $parts; do
       cp benchmarks/gpu/levers.json "$OUT/logs/levers_eager.json"
       # The compile lever on top (its fixed-shape benchmark rows would cost two compiles of this call).
       python3 -c 'import json, sys; p = sys.argv[1]; l = json.load(open(p)); l["compile_encoder"] = {"mode": "reduce-overhead"}; open(p, "w").write(json.dumps(l, indent=2) + "\n")' benchmarks/gpu/levers.json ;;
+    loader)
+      timeout "$budget" python3 benchmarks/bench_pretrain_loader.py --workers 10 --batches 30 \
+        --json "$OUT/logs/gpu_pretrain_loader.json" > "$OUT/logs/loader.log" 2>&1
+      tail -12 "$OUT/logs/loader.log" ;;
     pretrain=*)
       campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$budget"
       if [ $? = 1 ] && [ -f "$OUT/logs/levers_eager.json" ]; then  # failed, not out of time: eager levers, again

@@ -145,7 +145,7 @@ def finetune_stages(files: Sequence[str], jobs: int) -> List[List[List[str]]]:
 
 LEVERS_FILE = REPO / "benchmarks" / "gpu" / "levers.json"  # paper_scale.libsonnet's levers (they re-key pretraining)
 BENCH = [sys.executable, str(REPO / "benchmarks" / "bench_pretrain_step.py"), "--batch-size", "256", "--length", "64",
-         "--steps", "30", "--warmup", "5", "--conditions", "M", "MXPT-SLA"]
+         "--steps", "30", "--warmup", "5", "--conditions", "M", "MXPT-SLA", "--parse-in-loader"]
 # Eager rows first (seconds); the compiled ones compile twice (M and MXPT-SLA) and may not fit.
 LEVER_RUNS = (("eager", ["--precision", "fp32", "bf16", "--optimizer", "default", "fused", "--compile", "none"]),
               ("compiled", ["--precision", "bf16", "--optimizer", "fused", "--compile", "reduce-overhead"]))

@@ -66,7 +66,7 @@ local overlay(cell, regime, loader_workers, levers) = {
   regimes: std.objectFields(regimes),
   // condition: a paper condition ("M", "MXPT-SLA", …) or "random-init". Any of the paper's five
   // languages (issue 17): the same overlay on its cpu cell (NER where it has WikiAnn).
-  cell(language, condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6, levers=default_levers)::
+  cell(language, condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=10, levers=default_levers)::
     assert std.objectHas(regimes, regime) : "unknown regime " + regime + "; known: " + std.join(", ", std.objectFields(regimes));
     overlay(
       if condition == "random-init" then lib.random_init_experiment(language, "cpu", seeds=seeds)
@@ -77,6 +77,6 @@ local overlay(cell, regime, loader_workers, levers) = {
   with_regime(cell, regime)::
     assert std.objectHas(regimes, regime) : "unknown regime " + regime;
     { steps: std.mapWithKey(function(name, step) finetuning(step, regime), cell.steps) },
-  wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=6, levers=default_levers)::
+  wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=10, levers=default_levers)::
     $.cell("wolof", condition, seeds, regime, loader_workers, levers),
 }

@@ -163,6 +163,9 @@ class AttentionVariant:
     module: config → nn.Module, or None: parameters of the variant's own (e.g. a graph-attention
     network), owned by the encoder as ``attention_variant_module`` and handed to `build` as
     ``inputs.module``.
+    prepare: (TreeStructure, config) → encoder keyword arguments, or None: what `build` would compute
+    from the parse, computed ahead of the model (in a loader worker, `models.prepared_inputs`) so
+    that a GPU step spends no launches on it. SLA returns its boolean mask as ``sla_mask``.
     """
 
     name: str
@@ -171,6 +174,7 @@ class AttentionVariant:
     needs_gates: bool
     build: AttentionBuilder
     module: Callable[[Any], nn.Module] | None = None
+    prepare: Callable[[TreeStructure, Any], dict[str, torch.Tensor]] | None = None
 
 
 ATTENTION_VARIANTS: dict[str, AttentionVariant] = {}
@@ -183,6 +187,7 @@ def register_attention(
     needs_parse: bool,
     needs_gates: bool = False,
     module: Callable[[Any], nn.Module] | None = None,
+    prepare: Callable[[TreeStructure, Any], dict[str, torch.Tensor]] | None = None,
 ):
     """Decorator: register ``build`` as attention variant ``name`` (suffix defaults to NAME upper-cased)."""
     suffix = condition_suffix if condition_suffix is not None else name.upper()
@@ -191,7 +196,7 @@ def register_attention(
         taken = {variant.condition_suffix: variant.name for variant in ATTENTION_VARIANTS.values()}
         if name in ATTENTION_VARIANTS or (suffix in taken and taken[suffix] != name):
             raise ValueError(f"attention variant {name!r} (condition suffix {suffix!r}) is already registered")
-        ATTENTION_VARIANTS[name] = AttentionVariant(name, suffix, needs_parse, needs_gates, build, module)
+        ATTENTION_VARIANTS[name] = AttentionVariant(name, suffix, needs_parse, needs_gates, build, module, prepare)
         return build
 
     return register

@@ -69,6 +69,9 @@ class PretrainingObjective:
     sized: ClassVar[bool] = False
     # Reshapes the encoder's input (`encoder_inputs`), so no other objective or attention variant can join it.
     standalone: ClassVar[bool] = False
+    # The batch field holding this objective's random draws (`sample`), for objectives that draw any:
+    # a loader can fill it ahead of the model (`models.prepared_inputs`), else the loss draws in-model.
+    sample_field: ClassVar[str | None] = None
 
     def __init__(self, config):
         self.config = config
@@ -90,6 +93,19 @@ class PretrainingObjective:
 
     def loss(self, head: nn.Module | None, inputs: ObjectiveInputs) -> ObjectiveLoss:
         raise NotImplementedError
+
+    def sample(self, heads: torch.Tensor, structure: TreeStructure, generator: torch.Generator) -> Any:
+        """This batch's random draws (objectives with a `sample_field`), from its trees and ``generator``."""
+        raise NotImplementedError(f"the {self.letter} objective draws no samples")
+
+    def drawn_samples(self, inputs: ObjectiveInputs) -> Any:
+        """The batch's `sample_field` when a loader filled it, else drawn here from the model's generator."""
+        samples = inputs.batch.get(self.sample_field)
+        return samples if samples is not None else self.sample(inputs.batch["heads"], inputs.structure, inputs.generator)
+
+    def needs_structure(self, batch: dict[str, Any]) -> bool:
+        """Whether the loss reads the batch's `TreeStructure` (not when a loader drew its samples)."""
+        return self.needs_parse and (self.sample_field is None or batch.get(self.sample_field) is None)
 
     def missing_fields(self, batch: dict[str, Any]) -> list[str]:
         return [field for field in self.batch_fields if batch.get(field) is None]

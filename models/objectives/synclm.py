@@ -162,6 +162,7 @@ class PhraseContrastive(PretrainingObjective):
     letter = "P"
     name = "phrase"
     batch_fields = ("heads",)
+    sample_field = "phrase_samples"
     needs_parse = True
     training_only = True
     dev_average = PER_BATCH
@@ -169,13 +170,12 @@ class PhraseContrastive(PretrainingObjective):
     def attention_stage(self) -> str:
         return "post_dropout" if self.config.phrase_similarity == "reference" else "pre_dropout"
 
+    def sample(self, heads, structure, generator) -> PhraseSamples:
+        return sample_phrase_triples(heads, generator, max_negatives=self.config.phrase_max_negatives, structure=structure)
+
     def loss(self, head, inputs: ObjectiveInputs) -> ObjectiveLoss:
         config, batch = self.config, inputs.batch
-        samples = batch.get("phrase_samples")
-        if samples is None:
-            samples = sample_phrase_triples(
-                batch["heads"], inputs.generator, max_negatives=config.phrase_max_negatives, structure=inputs.structure
-            )
+        samples = self.drawn_samples(inputs)
         loss = phrase_loss(
             inputs.encoded.last_layer_attention,
             batch["attention_mask"],
@@ -193,17 +193,17 @@ class TreeContrastive(PretrainingObjective):
     letter = "T"
     name = "tree"
     batch_fields = ("heads",)
+    sample_field = "tree_samples"
     needs_parse = True
     training_only = True
     dev_average = PER_BATCH
 
+    def sample(self, heads, structure, generator) -> TreeSamples:
+        return sample_tree_sets(heads, generator, max_negatives=self.config.tree_max_negatives, structure=structure)
+
     def loss(self, head, inputs: ObjectiveInputs) -> ObjectiveLoss:
-        config, batch = self.config, inputs.batch
-        samples = batch.get("tree_samples")
-        if samples is None:
-            samples = sample_tree_sets(
-                batch["heads"], inputs.generator, max_negatives=config.tree_max_negatives, structure=inputs.structure
-            )
+        config = self.config
+        samples = self.drawn_samples(inputs)
         loss = tree_loss(
             inputs.encoded.last_hidden_state, samples, top_k=config.tree_top_k, temperature=config.contrastive_temperature
         )

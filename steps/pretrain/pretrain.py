@@ -33,6 +33,7 @@ from tango.common import FromParams, Tqdm
 from steps.common.batching import bucketed_batches
 from steps.common.checkpoints import SimulatedCrash, save_atomically
 from steps.pretrain.collate import PretrainingCollator, collate_batches
+from steps.pretrain.packing import PackedBatch, pack_batch
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import compile_module, derived_seed, fused_adamw, torch_threads
 from steps.common.tracking import WandbSetting, tracked_run
@@ -147,21 +148,34 @@ class BatchOrder:
 
 class MicroBatches(torch.utils.data.Dataset):
     """Micro-batches ``first, first + 1, …`` of a run, collated. Item k is a pure function of
-    (seed, micro-batch index) (`BatchOrder` picks the rows, the derived mask seed the MLM masks), so
-    DataLoader worker processes can build them ahead of the training loop and a resumed run still
-    sees the batches of the run that was never interrupted."""
+    (seed, micro-batch index) (`BatchOrder` picks the rows, the derived mask seed the MLM masks, the
+    derived trees seed the P/T samples), so DataLoader worker processes can build them ahead of the
+    training loop and a resumed run still sees the batches of the run that was never interrupted.
+    With ``parse_inputs`` (`models.prepared_inputs.ParseInputs`) an item also carries what the
+    model would otherwise build from its parse: the SLA mask and the P/T samples. Items are packed
+    into one buffer (`steps.pretrain.packing`): one tensor to hand over and to copy to the device."""
 
-    def __init__(self, rows: Sequence[Any], order: BatchOrder, collator: PretrainingCollator, seed: int, first: int, count: int):
+    def __init__(self, rows: Sequence[Any], order: BatchOrder, collator: PretrainingCollator, seed: int, first: int, count: int,
+                 parse_inputs=None):
         self.rows, self.order, self.collator = rows, order, collator
         self.seed, self.first, self.count = seed, first, count
+        self.parse_inputs = parse_inputs
 
     def __len__(self) -> int:
         return self.count
 
-    def __getitem__(self, index: int) -> Dict[str, torch.Tensor]:
+    def __getitem__(self, index: int) -> PackedBatch:
         micro = self.first + index
         rows = [self.rows[i] for i in self.order.indices(micro)]
-        return self.collator(rows, seed=derived_seed(self.seed, "mask", micro))
+        batch = self.collator(rows, seed=derived_seed(self.seed, "mask", micro))
+        if self.parse_inputs:
+            batch = self.parse_inputs(batch, sampling_seed(self.seed, micro))
+        return pack_batch(batch)
+
+
+def sampling_seed(seed: int, micro_batch: int) -> int:
+    """The seed of micro-batch k's P/T samples, wherever they are drawn (loader or model)."""
+    return derived_seed(seed, "trees", micro_batch)
 
 
 def micro_batch_loader(dataset: MicroBatches, workers: int, pin_memory: bool) -> torch.utils.data.DataLoader:
@@ -260,7 +274,8 @@ def structure_losses_without_dropout(model):
         model.train(was_training)
 
 
-def _to_device(batch: Dict[str, torch.Tensor], device: torch.device) -> Dict[str, torch.Tensor]:
+def _to_device(batch: Dict[str, Any], device: torch.device) -> Dict[str, Any]:
+    """Tensors and tensor dataclasses (`models.trees.PhraseSamples`, …) alike have ``to``."""
     return {key: value.to(device, non_blocking=True) for key, value in batch.items()}
 
 
@@ -285,7 +300,9 @@ class PretrainMicrobert(Step):
 
     ``wandb`` (W&B tracking, on and offline by default, `steps.common.tracking`), ``num_threads``,
     ``device``, ``loader_workers`` (processes that collate batches ahead of the loop,
-    `micro_batch_loader`; worth it on a GPU), ``sync_every`` and ``stall_seconds`` (`TrainingWatch`)
+    `micro_batch_loader`; worth it on a GPU), ``parse_inputs_in_loader`` (the SLA mask and P/T
+    samples built with the batch, `models.prepared_inputs`, instead of in the model's forward: the
+    same draws, bit for bit on a CPU), ``sync_every`` and ``stall_seconds`` (`TrainingWatch`)
     change how the run is watched and where it runs, not its result, so they are left out of the
     cache key. ``precision="bf16"`` (autocast), ``fused_optimizer`` (one fused AdamW kernel) and
     ``compile_encoder`` (torch.compile's keywords for the encoder, `compile_module`) are GPU speed
@@ -296,7 +313,7 @@ class PretrainMicrobert(Step):
     CACHEABLE = True
     VERSION = "002"  # 002: length-bucketed batches by default (PretrainingConfig.bucket_by_length)
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers", "sync_every", "stall_seconds"}
+    SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers", "sync_every", "stall_seconds", "parse_inputs_in_loader"}
     # Only condition H reads soft labels (precompute_soft_labels); the levers key only when set.
     SKIP_DEFAULT_ARGUMENTS = {"soft_label_table": None, "precision": "fp32", "fused_optimizer": False, "compile_encoder": None}
 
@@ -317,6 +334,7 @@ class PretrainMicrobert(Step):
         sync_every: int = 1,
         stall_seconds: Optional[float] = 600.0,
         compile_encoder: Optional[Dict[str, Any]] = None,
+        parse_inputs_in_loader: bool = True,
     ) -> Path:
         if loader_workers < 0:
             raise ValueError(f"loader_workers must be ≥ 0, not {loader_workers}")
@@ -326,7 +344,7 @@ class PretrainMicrobert(Step):
         with torch_threads(num_threads):
             return self._pretrain(
                 pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, soft_label_table,
-                precision, fused_optimizer, watch, compile_encoder,
+                precision, fused_optimizer, watch, compile_encoder, parse_inputs_in_loader,
             )
 
     # ------------------------------------------------------------------------------------------
@@ -350,9 +368,11 @@ class PretrainMicrobert(Step):
         return MicroBertForPretraining.from_condition(condition, **fields)
 
     def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0,
-                  soft_label_table=None, precision="fp32", fused_optimizer=False, watch=None, compile_encoder=None):
+                  soft_label_table=None, precision="fp32", fused_optimizer=False, watch=None, compile_encoder=None,
+                  parse_inputs_in_loader=True):
         from models import parse_condition
         from models.objectives import objective_sizes
+        from models.prepared_inputs import ParseInputs
 
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         tokenizer = load_tokenizer(tokenizer_dir)
@@ -424,6 +444,7 @@ class PretrainMicrobert(Step):
             "precision": precision,
             "fused_optimizer": fused_optimizer,
             "compile_encoder": compile_encoder,
+            "parse_inputs_in_loader": parse_inputs_in_loader,
         }
         self.logger.info(
             "pretraining %s: %d parameters, %d train rows, %d steps of %d×%d rows, warmup %d",
@@ -433,7 +454,8 @@ class PretrainMicrobert(Step):
         first_micro = state["step"] * config.grad_accumulation
         # Loader workers fork here, before W&B starts its threads.
         micro_batches = iter(micro_batch_loader(
-            MicroBatches(train_rows, order, collator, config.seed, first_micro, config.max_steps * config.grad_accumulation - first_micro),
+            MicroBatches(train_rows, order, collator, config.seed, first_micro, config.max_steps * config.grad_accumulation - first_micro,
+                         parse_inputs=ParseInputs(model.config) if parse_inputs_in_loader else None),
             loader_workers, pin_memory=device.type == "cuda",
         ))
         with tracked_run(self, use_wandb, "pretrain", run_info, seed=config.seed) as tracker:
@@ -459,10 +481,10 @@ class PretrainMicrobert(Step):
                 losses, tokens = [], 0
                 for part in range(config.grad_accumulation):
                     micro = state["step"] * config.grad_accumulation + part
-                    cpu_batch = next(micro_batches)
-                    tokens += int(cpu_batch["attention_mask"].sum())  # on the host copy: no device wait
-                    batch = _to_device(cpu_batch, device)
-                    model.set_sampling_seed(derived_seed(config.seed, "trees", micro))
+                    packed = next(micro_batches)
+                    tokens += packed.tokens  # counted in the loader: no device wait
+                    batch = packed.unpack(device, non_blocking=True)
+                    model.set_sampling_seed(sampling_seed(config.seed, micro))
                     with autocast:
                         output = model(**batch)
                     (output.loss / config.grad_accumulation).backward()
