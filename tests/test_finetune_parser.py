@@ -302,10 +302,15 @@ def test_bad_inputs_give_one_line_errors(plain_encoder, treebank_slice, tmp_path
 def test_exported_predictions_rescore_without_the_cache(trained, tmp_path):
     """tools/export_predictions.py's copy of one result (what docs/predictions/ holds) re-scores
     to the recorded figures and names no machine path for the encoder."""
-    from tools.export_predictions import export_result
+    from tools.export_predictions import cell_folder, export_result
 
     result, _ = trained
-    destination = tmp_path / "paper" / "table2" / "M" / "wolof" / "seed3"
+    cell = {"scale": "paper", "table": "table2", "row": "M", "column": "wolof", "seed": 3}
+    destination = tmp_path / cell_folder(cell)
+    assert destination == tmp_path / "paper" / "table2" / "M" / "wolof" / "seed3"
+    # A grid's "<grid>:<task>" table is a folder level of its own, never a colon in a path.
+    assert cell_folder(dict(cell, table="decomposition:ud", row="paper", scale="cpu")).parts == (
+        "decomposition", "cpu", "ud", "paper", "wolof", "seed3")
     copied = export_result(result, destination)
     assert copied == ["predicted-dev.conllu", "predicted-test.conllu", "metrics.json"]
     assert not json.loads((destination / "metrics.json").read_text())["encoder"].startswith("/")

@@ -5,7 +5,7 @@ readers re-score them without the cache (``python -m steps.evaluate.rescore docs
 
 For each ``score_cell`` step of the experiment files (default: all of experiments/) whose
 fine-tuning result is in the workspace cache, writes
-``<out>/<scale>/<table>/<row>/<column>/seed<seed>/`` with ``metrics.json`` and the
+``<out>/<scale>/<table>/<row>/<column>/seed<seed>/`` (`cell_folder`) with ``metrics.json`` and the
 ``predicted-{dev,test}.{conllu,bio}`` files there are.
 """
 from __future__ import annotations
@@ -40,6 +40,14 @@ def export_result(result: Path, destination: Path) -> List[str]:
     return copied + ["metrics.json"]
 
 
+def cell_folder(cell: dict) -> Path:
+    """``<scale>/<table>/<row>/<column>/seed<seed>``; a grid's table "<grid>:<task>" (the gap
+    decomposition's "decomposition:ud") gives ``<grid>/<scale>/<task>/…``, with no colon in a path."""
+    grid, _, task = cell["table"].rpartition(":")
+    head = Path(grid, cell["scale"], task) if grid else Path(cell["scale"], task)
+    return head / cell["row"] / cell["column"] / f"seed{cell['seed']}"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     import steps  # noqa: F401  (registers the step classes)
     from tango.common import Params
@@ -64,8 +72,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             finetuned = step.kwargs["finetuned"]
             if finetuned not in workspace.step_cache:
                 continue
-            k = step.kwargs
-            destination = args.out / k["scale"] / k["table"] / k["row"] / k["column"] / f"seed{k['seed']}"
+            destination = args.out / cell_folder(step.kwargs)
             export_result(Path(workspace.step_cache[finetuned]), destination)
             exported += 1
     print(f"exported {exported} fine-tuning results to {args.out}")

@@ -7,6 +7,8 @@
 #                      (a pretraining that then fails retries with the eager ones); MXPT-SLA rows also
 #                      with its parse built ahead, as the loader workers build it
 #   loader             what feeding the loop costs per batch on this box (bench_pretrain_loader.py, ~1 min)
+#   ratio              µB-MXPT-SLA's step against µB-M's under the chosen levers (fused AdamW, eager and
+#                      compiled), its parse in-model and built ahead; levers.json is left as it is
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
 #   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init;
 #                      mxpt_sla also needs the corpus parser, 75 MB, over the carry limit)
@@ -42,6 +44,11 @@ for part in $parts; do
       timeout "$budget" python3 benchmarks/bench_pretrain_loader.py --workers 10 --batches 30 \
         --json "$OUT/logs/gpu_pretrain_loader.json" > "$OUT/logs/loader.log" 2>&1
       tail -12 "$OUT/logs/loader.log" ;;
+    ratio)
+      timeout "$budget" python3 benchmarks/bench_pretrain_step.py --device cuda --batch-size 256 --length 64 --steps 30 \
+        --warmup 5 --conditions M MXPT-SLA --parse-in-loader --optimizer fused --compile none reduce-overhead \
+        --json "$OUT/logs/gpu_pretrain_step_ratio.json" > "$OUT/logs/ratio.log" 2>&1
+      tail -12 "$OUT/logs/ratio.log" ;;
     pretrain=*)
       campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$budget"
       if [ $? = 1 ] && [ -f "$OUT/logs/levers_eager.json" ]; then  # failed, not out of time: eager levers, again
