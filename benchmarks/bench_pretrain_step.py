@@ -214,6 +214,8 @@ def main(argv=None) -> None:
                         choices=["none", "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
                         help="torch.compile mode(s) of the encoder (none: eager)")
     parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (CPU tests: aot_eager)")
+    parser.add_argument("--compile-objectives", action="store_true",
+                        help="compiled rows also compile the P and T losses (pretrain_microbert's compile_objectives, mode default)")
     parser.add_argument("--parse-in-loader", action="store_true",
                         help="also a row per parse-reading condition whose batch carries its SLA mask and P/T samples, "
                              "built before the step as pretrain_microbert's loader workers do (models.prepared_inputs)")
@@ -222,7 +224,7 @@ def main(argv=None) -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
-    from steps.common.runtime import compile_module, fused_adamw
+    from steps.common.runtime import compile_module, compile_options, fused_adamw
     from steps.pretrain.pretrain import autocast_for
 
     cpu_batch = synthetic_batch(args.batch_size, args.length, args.vocab_size, args.num_xpos, args.seed)
@@ -254,8 +256,10 @@ def main(argv=None) -> None:
     for condition in args.conditions:
         for suffix, precision, fused, mode in lever_variants(args.precision, args.optimizer, args.compile_modes):
             model = MicroBertForPretraining.from_condition(condition, num_xpos_labels=args.num_xpos, **size).train().to(device)
-            if mode is not None:  # as pretrain_microbert's compile_encoder does
+            if mode is not None:  # as pretrain_microbert's compile_encoder (and compile_objectives) do
                 compile_module(model.bert, {"backend": args.compile_backend, **({} if mode == "default" else {"mode": mode})})
+                if args.compile_objectives:
+                    model.compile_objectives(compile_options({"backend": args.compile_backend}))
             optimizer = (fused_adamw if fused else torch.optim.AdamW)(model.parameters(), **adamw)
             autocast = autocast_for(device, precision)
             if condition == "H":  # gathering the soft labels is the collator's work, every batch: timed with the step
@@ -290,7 +294,7 @@ def main(argv=None) -> None:
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "precision": args.precision, "optimizer": args.optimizer,
-            "compile": args.compile_modes, "compile_backend": args.compile_backend,
+            "compile": args.compile_modes, "compile_backend": args.compile_backend, "compile_objectives": args.compile_objectives,
             "steps": args.steps, "warmup": args.warmup,
             "median_seconds": medians, "all_seconds": results,
             "target_tokens": targets, "median_seconds_per_target_token": per_target,

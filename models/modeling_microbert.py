@@ -464,6 +464,11 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
         """Save only the encoder for fine-tuning (see `MicroBertModel.export_encoder`)."""
         self.bert.export_encoder(save_directory)
 
+    def compile_objectives(self, options: dict) -> None:
+        """torch.compile the losses that allow it (P and T: `PretrainingObjective.compile`)."""
+        for objective in self.objectives:
+            objective.compile(options)
+
     def active_objectives(self) -> list:
         """The objectives this forward computes: all of them in training mode, else the others."""
         return [objective for objective in self.objectives if self.training or not objective.training_only]

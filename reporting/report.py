@@ -194,6 +194,8 @@ def condition_label(metrics: dict) -> str:
         marks.append("fused AdamW")
     if metrics.get("compile_encoder") is not None:
         marks.append("compiled encoder")
+    if metrics.get("compile_objectives") is not None:
+        marks.append("compiled P/T losses")
     return metrics["condition"] + (f" [{', '.join(marks)}]" if marks else "")
 
 

@@ -104,7 +104,7 @@ def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_pa
     torch._dynamo.reset()
     main(["--steps", "1", "--warmup", "1", "--batch-size", "4", "--length", "24", "--vocab-size", "300", "--threads", "1",
           "--conditions", "M", "MXPT-SLA", "--compile", "none", "reduce-overhead", "--compile-backend", "aot_eager",
-          "--parse-in-loader", "--json", str(out)])
+          "--parse-in-loader", "--compile-objectives", "--json", str(out)])
     record = json.loads(out.read_text())
     for condition in ("M", "MXPT-SLA"):
         for suffix in ("", " [fp32, default, compile reduce-overhead]"):
@@ -113,6 +113,7 @@ def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_pa
     assert record["median_seconds"]["µB-MXPT-SLA [fp32, default, compile reduce-overhead] (parse in loader)"] > 0
     assert not any(name.startswith("µB-M ") and "parse" in name for name in record["median_seconds"])
     assert record["compile"] == ["none", "reduce-overhead"] and record["compile_backend"] == "aot_eager"
+    assert record["compile_objectives"] is True
 
 
 def test_loader_benchmark_times_each_transport_on_real_rows(tmp_path):

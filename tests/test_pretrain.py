@@ -240,6 +240,35 @@ def test_a_compiled_encoder_trains_like_the_eager_one_in_one_graph_per_mode(pret
             LocalWorkspace(tmp_path / "bad"))
 
 
+def test_compiled_contrastive_losses_train_like_the_eager_ones_in_one_or_two_graphs(pretraining_data, tokenizer_dir, tmp_path):
+    """compile_objectives (torch.compile of the P and T losses, aot_eager here): their samples come as
+    tensors, so over batches of many lengths and sample counts each loss keeps at most two compiled
+    versions (dynamo's first guess that two equal sizes are one may cost a recompile), with no graph
+    break; the run keys only when set and trains like the eager one."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from models.objectives import phrase_loss, tree_loss
+
+    settings = dict(max_steps=4, validate_every=4, checkpoint_every=2)
+    eager = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", **settings)
+    compiled = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", step_args={"compile_objectives": {"backend": "aot_eager"}}, **settings)
+    assert make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", step_args={"compile_objectives": None}, **settings).unique_id == eager.unique_id
+    assert compiled.unique_id != eager.unique_id
+    expected = eager.result(LocalWorkspace(tmp_path / "eager"))
+    torch._dynamo.reset()
+    counters.clear()
+    result = compiled.result(LocalWorkspace(tmp_path / "compiled"))
+    for function in (phrase_loss, tree_loss):
+        assert 1 <= len(torch._dynamo.eval_frame._debug_get_cache_entry_list(function.__code__)) <= 2, function.__name__
+    assert not counters["graph_break"]
+    metrics, reference = read_metrics(result), read_metrics(expected)
+    assert metrics["compile_objectives"] == {"backend": "aot_eager"} and reference["compile_objectives"] is None
+    for name, value in reference["final"].items():
+        if name.startswith("dev_") or name == "train_loss":
+            assert metrics["final"][name] == pytest.approx(value, rel=1e-4), name
+
+
 def test_a_step_that_hangs_dumps_every_threads_traceback():
     """The stall watchdog: no step for `stall_seconds` → faulthandler names the line it waits on."""
     import subprocess

@@ -294,6 +294,7 @@ def test_a_pretraining_row_names_what_sets_its_run_apart_from_its_condition():
     assert condition_label(relpos) == "M [relative_key_query positions]"
     levers = dict(plain, condition="MXPT-SLA", precision="bf16", fused_optimizer=True, compile_encoder={"mode": "reduce-overhead"})
     assert condition_label(levers) == "MXPT-SLA [bf16, fused AdamW, compiled encoder]"
+    assert condition_label(dict(levers, compile_objectives={})) == "MXPT-SLA [bf16, fused AdamW, compiled encoder, compiled P/T losses]"
 
 
 def test_committed_curves_keep_their_lines_when_a_partial_cache_redraws_them(tmp_path, monkeypatch):

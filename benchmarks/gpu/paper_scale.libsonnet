@@ -9,7 +9,8 @@
 //                twice as long, 40 epochs, patience 20); the paper regimes run one CPU thread each so
 //                `tango run -j` fills a GPU machine, the cpu ones the step's default
 //   levers       GPU speed levers of pretrain_microbert from levers.json, which `campaign.py levers` writes
-//                from the lever benchmark ({}: none; e.g. { precision: "bf16", fused_optimizer: true })
+//                from the lever benchmark ({}: none; e.g. { precision: "bf16", fused_optimizer: true });
+//                compile_objectives only for conditions with a P or T loss
 // Score cells are scale "gpu-<regime>", so tables keep them apart from the cpu and paper files.
 local lib = import "../../configs/lib.libsonnet";
 
@@ -34,6 +35,13 @@ local finetuning(step, regime) =
 
 // M's fastest combination in the lever benchmark, written by `campaign.py levers`; they re-key pretraining.
 local default_levers = import "levers.json";
+// compile_objectives compiles the P and T losses: set only where a condition has one, so M's key stays.
+local contrastive(condition) = std.length(std.findSubstr("P", std.split(condition, "-")[0]) + std.findSubstr("T", std.split(condition, "-")[0])) > 0;
+local levers_for(condition, levers) = {
+  [name]: levers[name]
+  for name in std.objectFields(levers)
+  if name != "compile_objectives" || contrastive(condition)
+};
 
 // Uncapped, `corpus` is the same step as `vectors_corpus`: Tango merges the two into one step object
 // under one name, and `tango run -s` then finds the other name's dependants unsatisfied. One name
@@ -71,7 +79,7 @@ local overlay(cell, regime, loader_workers, levers) = {
     overlay(
       if condition == "random-init" then lib.random_init_experiment(language, "cpu", seeds=seeds)
       else lib.experiment(language, condition, "cpu", seeds=seeds),
-      regime, loader_workers, levers
+      regime, loader_workers, levers_for(condition, levers)
     ),
   // Any cell (e.g. a cpu one) fine-tuned under `regime`, everything upstream unchanged.
   with_regime(cell, regime)::

@@ -103,6 +103,11 @@ class PretrainingObjective:
         samples = inputs.batch.get(self.sample_field)
         return samples if samples is not None else self.sample(inputs.batch["heads"], inputs.structure, inputs.generator)
 
+    def compile(self, options: dict[str, Any]) -> None:
+        """torch.compile this objective's loss arithmetic with ``options`` (a GPU lever: fewer kernel
+        launches). Only objectives whose loss is a function of tensors alone, with no read of a value
+        back to the host and no data-dependent shape, override it; the others stay eager."""
+
     def needs_structure(self, batch: dict[str, Any]) -> bool:
         """Whether the loss reads the batch's `TreeStructure` (not when a loader drew its samples)."""
         return self.needs_parse and (self.sample_field is None or batch.get(self.sample_field) is None)

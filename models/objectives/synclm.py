@@ -136,10 +136,10 @@ def tree_loss(
     padded negatives (SPEC §L3); here padded slots are −inf before the top-k and the mask travels with
     the selected values, so the effective k is min(top_k, #negatives).
     """
-    if len(samples) == 0:
+    if samples.batch_index.numel() == 0:  # not len(): under torch.compile that would fix the sample count
         return hidden_states.sum() * 0.0
     token_states = hidden_states[samples.batch_index]  # (N, T, H)
-    root_states = token_states[torch.arange(len(samples), device=hidden_states.device), samples.root]
+    root_states = token_states[torch.arange(samples.root.shape[0], device=hidden_states.device), samples.root]
     node_sets = torch.cat([samples.positive[:, None], samples.negatives], dim=1)
     similarity = tree_similarity(root_states, token_states, node_sets, samples.root)
     positive_sim, negative_sim = similarity[:, 0], similarity[:, 1:]
@@ -167,8 +167,16 @@ class PhraseContrastive(PretrainingObjective):
     training_only = True
     dev_average = PER_BATCH
 
+    def __init__(self, config):
+        super().__init__(config)
+        self.phrase_loss = phrase_loss
+
     def attention_stage(self) -> str:
         return "post_dropout" if self.config.phrase_similarity == "reference" else "pre_dropout"
+
+    def compile(self, options) -> None:
+        # Its samples arrive as tensors (drawn before it runs), so the loss traces as one graph.
+        self.phrase_loss = torch.compile(phrase_loss, **options)
 
     def sample(self, heads, structure, generator) -> PhraseSamples:
         return sample_phrase_triples(heads, generator, max_negatives=self.config.phrase_max_negatives, structure=structure)
@@ -176,7 +184,7 @@ class PhraseContrastive(PretrainingObjective):
     def loss(self, head, inputs: ObjectiveInputs) -> ObjectiveLoss:
         config, batch = self.config, inputs.batch
         samples = self.drawn_samples(inputs)
-        loss = phrase_loss(
+        loss = self.phrase_loss(
             inputs.encoded.last_layer_attention,
             batch["attention_mask"],
             samples,
@@ -198,13 +206,20 @@ class TreeContrastive(PretrainingObjective):
     training_only = True
     dev_average = PER_BATCH
 
+    def __init__(self, config):
+        super().__init__(config)
+        self.tree_loss = tree_loss
+
+    def compile(self, options) -> None:
+        self.tree_loss = torch.compile(tree_loss, **options)
+
     def sample(self, heads, structure, generator) -> TreeSamples:
         return sample_tree_sets(heads, generator, max_negatives=self.config.tree_max_negatives, structure=structure)
 
     def loss(self, head, inputs: ObjectiveInputs) -> ObjectiveLoss:
         config = self.config
         samples = self.drawn_samples(inputs)
-        loss = tree_loss(
+        loss = self.tree_loss(
             inputs.encoded.last_hidden_state, samples, top_k=config.tree_top_k, temperature=config.contrastive_temperature
         )
         return ObjectiveLoss(loss, num_samples=len(samples))

@@ -45,11 +45,16 @@ def compile_module(module: torch.nn.Module, options: Optional[dict]) -> torch.nn
     µBERT step is a few hundred small kernels, so launches and Python, not arithmetic, bound it there."""
     if options is None:
         return module
+    module.compile(**compile_options(options))
+    return module
+
+
+def compile_options(options: dict) -> dict:
+    """torch.compile keywords from a config's: checked against `COMPILE_OPTIONS`, dynamic by default."""
     unknown = set(options) - set(COMPILE_OPTIONS)
     if unknown:
         raise ValueError(f"unknown torch.compile option(s) {sorted(unknown)}; known: {', '.join(COMPILE_OPTIONS)}")
-    module.compile(**{"dynamic": True, **options})
-    return module
+    return {"dynamic": True, **options}
 
 
 def derived_seed(seed: int, purpose: str, index: int = 0) -> int:

@@ -35,7 +35,7 @@ from steps.common.checkpoints import SimulatedCrash, save_atomically
 from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.pretrain.packing import PackedBatch, pack_batch
 from steps.common.formats import DirectoryFormat
-from steps.common.runtime import compile_module, derived_seed, fused_adamw, torch_threads
+from steps.common.runtime import compile_module, compile_options, derived_seed, fused_adamw, torch_threads
 from steps.common.tracking import WandbSetting, tracked_run
 from steps.data.vocab import load_tokenizer
 
@@ -306,7 +306,9 @@ class PretrainMicrobert(Step):
     change how the run is watched and where it runs, not its result, so they are left out of the
     cache key. ``precision="bf16"`` (autocast), ``fused_optimizer`` (one fused AdamW kernel) and
     ``compile_encoder`` (torch.compile's keywords for the encoder, `compile_module`) are GPU speed
-    levers that change the result by rounding; they enter the key only when set.
+    levers that change the result by rounding; they enter the key only when set, as does
+    ``compile_objectives`` (torch.compile's keywords for the P and T losses, which take their samples
+    as tensors: `PretrainingObjective.compile`).
     """
 
     DETERMINISTIC = True
@@ -315,7 +317,8 @@ class PretrainMicrobert(Step):
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers", "sync_every", "stall_seconds", "parse_inputs_in_loader"}
     # Only condition H reads soft labels (precompute_soft_labels); the levers key only when set.
-    SKIP_DEFAULT_ARGUMENTS = {"soft_label_table": None, "precision": "fp32", "fused_optimizer": False, "compile_encoder": None}
+    SKIP_DEFAULT_ARGUMENTS = {"soft_label_table": None, "precision": "fp32", "fused_optimizer": False, "compile_encoder": None,
+                              "compile_objectives": None}
 
     def run(  # type: ignore[override]
         self,
@@ -335,6 +338,7 @@ class PretrainMicrobert(Step):
         stall_seconds: Optional[float] = 600.0,
         compile_encoder: Optional[Dict[str, Any]] = None,
         parse_inputs_in_loader: bool = True,
+        compile_objectives: Optional[Dict[str, Any]] = None,
     ) -> Path:
         if loader_workers < 0:
             raise ValueError(f"loader_workers must be ≥ 0, not {loader_workers}")
@@ -344,7 +348,7 @@ class PretrainMicrobert(Step):
         with torch_threads(num_threads):
             return self._pretrain(
                 pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, soft_label_table,
-                precision, fused_optimizer, watch, compile_encoder, parse_inputs_in_loader,
+                precision, fused_optimizer, watch, compile_encoder, parse_inputs_in_loader, compile_objectives,
             )
 
     # ------------------------------------------------------------------------------------------
@@ -369,7 +373,7 @@ class PretrainMicrobert(Step):
 
     def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0,
                   soft_label_table=None, precision="fp32", fused_optimizer=False, watch=None, compile_encoder=None,
-                  parse_inputs_in_loader=True):
+                  parse_inputs_in_loader=True, compile_objectives=None):
         from models import parse_condition
         from models.objectives import objective_sizes
         from models.prepared_inputs import ParseInputs
@@ -398,6 +402,8 @@ class PretrainMicrobert(Step):
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
         # The encoder only: the objectives draw P/T samples from a generator, which would break its graph.
         compile_module(model.bert, compile_encoder)
+        if compile_objectives is not None:  # P and T's losses, which read only tensors (mode default: their shapes vary)
+            model.compile_objectives(compile_options(compile_objectives))
         optimizer = (fused_adamw if fused_optimizer else torch.optim.AdamW)(
             model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
         )
@@ -445,6 +451,7 @@ class PretrainMicrobert(Step):
             "fused_optimizer": fused_optimizer,
             "compile_encoder": compile_encoder,
             "parse_inputs_in_loader": parse_inputs_in_loader,
+            "compile_objectives": compile_objectives,
         }
         self.logger.info(
             "pretraining %s: %d parameters, %d train rows, %d steps of %d×%d rows, warmup %d",
