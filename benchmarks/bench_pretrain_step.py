@@ -130,6 +130,26 @@ def synthetic_batch(batch_size: int, length: int, vocab_size: int, num_xpos: int
     return batch
 
 
+def count_ops(step) -> dict:
+    """One step's aten calls (forward, backward, optimizer), and among them the reads of a value
+    back to the host (``aten._local_scalar_dense``: ``.item()``, ``bool()``, ``int()`` of a tensor).
+    On a GPU each call is a kernel launch or a view, and each read a sync: what a launch-bound step
+    is made of, countable on any device."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counter(TorchDispatchMode):
+        ops = host_reads = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops += 1
+            self.host_reads += func is torch.ops.aten._local_scalar_dense.default
+            return func(*args, **(kwargs or {}))
+
+    with Counter() as counter:
+        step()
+    return {"ops": counter.ops, "host_reads": counter.host_reads}
+
+
 def time_round_robin(steps_by_name: dict, warmup: int, steps: int) -> dict[str, list[float]]:
     """Warm every model up, then time them in turns, so that drifting machine load (other processes on
     a shared box) affects all of them alike."""
@@ -216,6 +236,8 @@ def main(argv=None) -> None:
     parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (CPU tests: aot_eager)")
     parser.add_argument("--compile-objectives", action="store_true",
                         help="compiled rows also compile the P and T losses (pretrain_microbert's compile_objectives, mode default)")
+    parser.add_argument("--count-ops", action="store_true",
+                        help="also count each eager row's aten calls and host reads in one step (count_ops)")
     parser.add_argument("--parse-in-loader", action="store_true",
                         help="also a row per parse-reading condition whose batch carries its SLA mask and P/T samples, "
                              "built before the step as pretrain_microbert's loader workers do (models.prepared_inputs)")
@@ -272,6 +294,8 @@ def main(argv=None) -> None:
                 steps_by_name[f"µB-{condition}{suffix} (parse in loader)"] = make_step(
                     model, optimizer, prepared, lambda out: out.loss, autocast, device)
     results = time_round_robin(steps_by_name, args.warmup, args.steps)
+    # After timing (a compiled row has compiled by now); a dispatch mode sees a compiled graph's calls too.
+    op_counts = {name: count_ops(step) for name, step in steps_by_name.items()} if args.count_ops else {}
 
     medians = {name: statistics.median(times) for name, times in results.items()}
     targets = int((batch["labels"] != -100).sum())
@@ -281,10 +305,13 @@ def main(argv=None) -> None:
     hf = medians["HF BertForMaskedLM"]
     print(f"batch {args.batch_size}×{args.length}, vocab {args.vocab_size}, threads {torch.get_num_threads()}, "
           f"median of {args.steps} steps after {args.warmup} warm-up")
-    print(f"{'model':<30}{'ms/step':>10}{'seq/s':>10}{'vs µB-M':>10}{'vs HF':>8}")
+    width = max(30, *(len(name) + 2 for name in medians))
+    print(f"{'model':<{width}}{'ms/step':>10}{'seq/s':>10}{'vs µB-M':>10}{'vs HF':>8}")
     for name, median in medians.items():
         versus_m = f"{median / baseline_m:.2f}×" if baseline_m else "-"
-        print(f"{name:<30}{median * 1e3:>10.1f}{args.batch_size / median:>10.1f}{versus_m:>10}{median / hf:>7.2f}×")
+        print(f"{name:<{width}}{median * 1e3:>10.1f}{args.batch_size / median:>10.1f}{versus_m:>10}{median / hf:>7.2f}×")
+    for name, counted in op_counts.items():
+        print(f"{name:<{width}}{counted['ops']:>6} aten calls, {counted['host_reads']:>3} host reads in one step")
     print(f"per masked target token ({targets} in the batch): "
           + ", ".join(f"{name} {seconds * 1e6:.0f} µs" for name, seconds in per_target.items()))
     print(f"load average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
@@ -296,7 +323,7 @@ def main(argv=None) -> None:
             "precision": args.precision, "optimizer": args.optimizer,
             "compile": args.compile_modes, "compile_backend": args.compile_backend, "compile_objectives": args.compile_objectives,
             "steps": args.steps, "warmup": args.warmup,
-            "median_seconds": medians, "all_seconds": results,
+            "median_seconds": medians, "all_seconds": results, "op_counts": op_counts,
             "target_tokens": targets, "median_seconds_per_target_token": per_target,
             "load_average": list(load), "cpu_count": os.cpu_count(),
         }, indent=2))

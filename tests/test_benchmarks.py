@@ -72,8 +72,12 @@ def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_pat
     conditions = ["M", "MXPT-SLA", "MS-G", "M-A13", "H", "C5"]
     out = tmp_path / "bench.json"
     main(["--steps", "1", "--warmup", "0", "--batch-size", "4", "--length", "24", "--vocab-size", "300", "--threads", "1",
-          "--conditions", *conditions, "--precision", "fp32", "bf16", "--optimizer", "default", "fused", "--json", str(out)])
+          "--conditions", *conditions, "--precision", "fp32", "bf16", "--optimizer", "default", "fused", "--count-ops",
+          "--json", str(out)])
     record = json.loads(out.read_text())
+    counts = record["op_counts"]
+    assert counts["µB-MXPT-SLA [fp32, fused]"]["ops"] > counts["µB-M [fp32, fused]"]["ops"] > 100
+    assert counts["µB-MXPT-SLA [fp32, fused]"]["host_reads"] > counts["µB-M [fp32, fused]"]["host_reads"]
     for condition in conditions:
         for suffix in ("", " [fp32, fused]", " [bf16, default]", " [bf16, fused]"):
             assert record["median_seconds"][f"µB-{condition}{suffix}"] > 0, condition + suffix
