@@ -171,3 +171,22 @@ def test_cache_ls_lists_every_encoder_and_cell_of_the_smoke_cell(smoke_workspace
     [encoder] = listed["encoders"]
     assert (encoder["language"], encoder["condition"], encoder["scale"], encoder["steps"]) == ("wolof", "M", "smoke", 30)
     assert {(c["task"], c["condition"], c["seed"]) for c in listed["cells"]} == {("ud_parsing", "M", 42), ("ner", "M", 42)}
+
+
+def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(smoke_workspace):
+    """benchmarks/gpu/pace.py: a few steps of the smoke file's own pretraining config (inputs from
+    the cache, nothing kept), paced per window after the first, projected to the configured length."""
+    from benchmarks.gpu.pace import measure_pace, window_paces
+
+    workspace, _ = smoke_workspace
+    entries = set((workspace / "cache").iterdir())
+    record = measure_pace(REPO / "experiments/smoke/wolof_mxpt_sla.jsonnet", steps=6, window=2, workspace_dir=workspace)
+    assert record["condition"] == "MXPT-SLA" and record["steps"] == 6 and len(record["window_steps_per_second"]) == 3
+    assert record["steps_per_second"] > 0 and record["full_run_minutes"] == pytest.approx(
+        record["full_run_steps"] / record["steps_per_second"] / 60)
+    assert record["levers"]["parse_inputs_in_loader"] is True
+    assert set((workspace / "cache").iterdir()) == entries  # the probe's run is not cached
+    # Window pace: its steps over its training seconds, tokens / (tokens per second).
+    assert window_paces([{"train_tokens": 100, "tokens_per_second": 50.0}, {"train_tokens": 300, "tokens_per_second": 400.0}], 4) == [2.0, 8.0]
+    with pytest.raises(SystemExit, match="multiple of --window"):
+        measure_pace(REPO / "experiments/smoke/wolof_m.jsonnet", steps=5, window=2, workspace_dir=workspace)

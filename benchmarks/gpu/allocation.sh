@@ -10,6 +10,8 @@
 #   ratio              µB-MXPT-SLA's step against µB-M's under the chosen levers (fused AdamW, eager and
 #                      compiled, P/T losses compiled too), its parse in-model and built ahead; levers.json
 #                      is left as it is
+#   pace=CELL,...      each cell's real pretraining loop for 3,000 steps (benchmarks/gpu/pace.py, nothing
+#                      kept): steps/s and the projected full run, the speed bars' figures in ~1-2 min each
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
 #   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init;
 #                      mxpt_sla also needs the corpus parser, 75 MB, over the carry limit)
@@ -50,6 +52,10 @@ for part in $parts; do
         --warmup 5 --conditions M MXPT-SLA --parse-in-loader --optimizer fused --compile none reduce-overhead --compile-objectives \
         --json "$OUT/logs/gpu_pretrain_step_ratio.json" > "$OUT/logs/ratio.log" 2>&1
       tail -12 "$OUT/logs/ratio.log" ;;
+    pace=*)
+      timeout "$budget" python3 benchmarks/gpu/pace.py $(cells "${part#pace=}") --steps 3000 --window 500 -w workspace \
+        --json "$OUT/logs/gpu_pace.jsonl" > "$OUT/logs/pace.log" 2>&1
+      grep -a "^pace:" "$OUT/logs/pace.log" || tail -12 "$OUT/logs/pace.log" ;;
     pretrain=*)
       campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$budget"
       if [ $? = 1 ]; then  # failed, not out of time: again without the compile levers (eager ones measured here, if any)

@@ -1,0 +1,103 @@
+"""The pace of a file's real pretraining loop, in a short run: steps/s and the full run's minutes.
+
+    python benchmarks/gpu/pace.py benchmarks/gpu/wolof_m_paper_scale.jsonnet --steps 3000 --window 500 [--json OUT]
+
+Runs the file's `pretrain_microbert` step as configured (levers, loader workers, batch size, data)
+but for ``--steps`` optimizer steps, validating every ``--window``, in a scratch workspace; its
+inputs (pretraining data, tokenizer) come from the real workspace's cache. The first window holds
+the compiles and the loader's start; the pace is the median of the later windows (steps over the
+training seconds of each window, validation excluded), and the projection is the configured
+``max_steps`` at that pace: the figure the "≤ 5 minutes on one GPU" bar is about, measured in a
+minute instead of a whole run. Nothing it trains is kept.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def window_paces(history: list, window: int) -> list:
+    """Steps/s of each validation window: its steps over its training seconds (tokens / tokens/s)."""
+    paces, tokens_before = [], 0
+    for record in history:
+        tokens = record["train_tokens"] - tokens_before
+        tokens_before = record["train_tokens"]
+        paces.append(window * record["tokens_per_second"] / tokens)
+    return paces
+
+
+def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optional[Path] = None, step_name: str = "pretrained_model",
+                 overrides: Optional[dict] = None) -> dict:
+    sys.path.insert(0, str(REPO))
+    import steps as _registered  # noqa: F401  (registers the steps; compat shims first)
+    from tango.common import Params
+    from tango.settings import TangoGlobalSettings
+    from tango.step_graph import StepGraph
+    from tango.workspaces import LocalWorkspace
+
+    from steps.pretrain.pretrain import PretrainMicrobert
+
+    if steps % window or steps < 2 * window:
+        raise SystemExit(f"--steps ({steps}) must be a multiple of --window ({window}) and at least two windows")
+    settings = TangoGlobalSettings.from_file(REPO / "tango.yml")
+    graph = StepGraph.from_params(Params.from_file(experiment).pop("steps"))
+    if step_name not in graph or not isinstance(graph[step_name], PretrainMicrobert):
+        raise SystemExit(f"{experiment}: no pretrain_microbert step named {step_name!r}")
+    workspace = LocalWorkspace(workspace_dir or REPO / settings.workspace["dir"])
+    configured = graph[step_name]
+    kwargs = dict(configured.kwargs)
+    for name in ("pretraining_data", "tokenizer", "soft_label_table"):
+        if hasattr(kwargs.get(name), "result"):
+            dependency = kwargs[name]
+            if dependency not in workspace.step_cache:
+                raise SystemExit(f"{experiment}: {dependency.name} is not in the cache of {workspace.dir}; carry it first")
+            kwargs[name] = dependency.result(workspace)
+    training = copy.deepcopy(kwargs["training"])
+    full_steps = training.max_steps
+    training.max_steps, training.validate_every, training.checkpoint_every = steps, window, steps
+    kwargs.update(training=training, **(overrides or {}))
+    with tempfile.TemporaryDirectory(prefix="pace-") as scratch:
+        result = PretrainMicrobert(step_name=f"pace-{step_name}", **kwargs).result(LocalWorkspace(Path(scratch)))
+        metrics = json.loads((result / "metrics.json").read_text())
+    paces = window_paces(metrics["history"], window)
+    steady = statistics.median(paces[1:])
+    return {
+        "experiment": str(experiment.relative_to(REPO) if experiment.is_absolute() else experiment),
+        "condition": metrics["condition"], "device": metrics["device"], "steps": steps, "window": window,
+        "batch_size": training.batch_size, "levers": {k: metrics.get(k) for k in ("precision", "fused_optimizer", "compile_encoder",
+                                                                                   "compile_objectives", "parse_inputs_in_loader")},
+        "loader_workers": kwargs.get("loader_workers", 0), "window_steps_per_second": paces,
+        "steps_per_second": steady, "full_run_steps": full_steps, "full_run_minutes": full_steps / steady / 60,
+        "train_seconds": metrics["final"]["train_seconds"], "wall_seconds": metrics["final"]["wall_seconds"],
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiments", type=Path, nargs="+")
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--window", type=int, default=500)
+    parser.add_argument("-w", "--workspace", type=Path, help="the workspace whose cache holds the inputs (default: tango.yml's)")
+    parser.add_argument("--json", type=Path, help="append one JSON line per file here")
+    args = parser.parse_args(argv)
+    for experiment in args.experiments:
+        record = measure_pace(experiment, args.steps, args.window, args.workspace)
+        print(f"pace: {record['condition']} on {record['device']}: {record['steps_per_second']:.1f} steps/s after the first window "
+              f"(windows: {', '.join(f'{p:.0f}' for p in record['window_steps_per_second'])}); "
+              f"{record['full_run_steps']} steps would take {record['full_run_minutes']:.2f} min", flush=True)
+        if args.json:
+            with open(args.json, "a", encoding="utf-8") as out:
+                out.write(json.dumps(record) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
