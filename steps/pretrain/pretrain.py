@@ -400,9 +400,9 @@ class PretrainMicrobert(Step):
             soft_label_table=soft_label_table,
         )
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
-        # The encoder only: the objectives draw P/T samples from a generator, which would break its graph.
+        # The encoder (few shapes: CUDA graphs pay off) apart from the P/T losses, whose sample counts vary per batch.
         compile_module(model.bert, compile_encoder)
-        if compile_objectives is not None:  # P and T's losses, which read only tensors (mode default: their shapes vary)
+        if compile_objectives is not None:
             model.compile_objectives(compile_options(compile_objectives))
         optimizer = (fused_adamw if fused_optimizer else torch.optim.AdamW)(
             model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
