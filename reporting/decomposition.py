@@ -48,6 +48,7 @@ FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes eac
     ("27× the pretraining rows (long − cpu)", ("long", "*"), ("cpu", "*")),
     ("the paper's corpus and schedule (paper − long)", ("paper", "*"), ("long", "*")),
     ("the paper's pretraining, all of it (paper − cpu)", ("paper", "*"), ("cpu", "*")),
+    ("the paper's pretraining against none (paper − random-init)", ("paper", "*"), ("random-init", "*")),
     ("fine-tuning twice as long, 40 epochs (cpu_x2 − cpu regime)", ("*", "cpu_x2"), ("*", "cpu")),
     ("the paper's head and rates, 30 epochs (paper_tenth − cpu regime)", ("*", "paper_tenth"), ("*", "cpu")),
     ("the full paper regime (paper − paper_tenth)", ("*", "paper"), ("*", "paper_tenth")),
