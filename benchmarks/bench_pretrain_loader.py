@@ -65,7 +65,7 @@ class TensorMicroBatches(MicroBatches):
     """The transport before `steps.pretrain.packing`: the batch's tensors handed over one by one."""
 
     def __getitem__(self, index: int) -> dict:
-        return super().__getitem__(index).unpack()
+        return self.batch(index)  # not a packed batch's views: those would share one storage
 
 
 def dataset(config, tokenizer, rows, labels, batch_size: int, count: int, prepared: bool, packed: bool, seed: int = 42) -> MicroBatches:

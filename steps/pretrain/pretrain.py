@@ -165,12 +165,16 @@ class MicroBatches(torch.utils.data.Dataset):
         return self.count
 
     def __getitem__(self, index: int) -> PackedBatch:
+        return pack_batch(self.batch(index))
+
+    def batch(self, index: int) -> Dict[str, Any]:
+        """Item ``index`` unpacked: the collated batch (plus the parse's inputs), each tensor its own."""
         micro = self.first + index
         rows = [self.rows[i] for i in self.order.indices(micro)]
         batch = self.collator(rows, seed=derived_seed(self.seed, "mask", micro))
         if self.parse_inputs:
             batch = self.parse_inputs(batch, sampling_seed(self.seed, micro))
-        return pack_batch(batch)
+        return batch
 
 
 def sampling_seed(seed: int, micro_batch: int) -> int:
