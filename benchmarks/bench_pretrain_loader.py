@@ -13,8 +13,6 @@ paper scale), so this measures, on real Wolof treebank rows batched as the loop 
   rows with ``packed`` hand over one buffer (`steps.pretrain.packing`), the others every tensor.
   ``unpickle_ms``: the same hand-over's receiving side timed in one process, free of the wait for
   a CPU that ``receive_ms`` includes on a busy box.
-* ``in_model_ms``: for comparison, the same parse work done on the host by the model's own code
-  path (structure + mask + samples, one batch in this process).
 
     SIB_DATA_ROOT=../shared/data python benchmarks/bench_pretrain_loader.py --batch-size 256 --workers 2 \\
         --json docs/benchmarks/pretrain_loader.json
@@ -82,26 +80,6 @@ def per_batch_ms(function, count: int) -> float:
         function(index)
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
-
-
-def in_model_parse_ms(items: MicroBatches, config, count: int) -> float:
-    """The parse work as the model's forward does it in this process (host tensors)."""
-    from models.trees import TreeStructure
-
-    preparer = ParseInputs(config)
-
-    def work(index):
-        batch = items.collator([items.rows[i] for i in items.order.indices(index)], seed=index)
-        start = time.perf_counter()
-        structure = TreeStructure.from_heads(batch["heads"])
-        if preparer.prepare_attention is not None:
-            preparer.prepare_attention(structure, config)
-        generator = torch.Generator().manual_seed(index)
-        for objective in preparer.samplers:
-            objective.sample(batch["heads"], structure, generator)
-        return time.perf_counter() - start
-
-    return statistics.median(work(i) for i in range(count)) * 1e3
 
 
 def receive_ms(items: MicroBatches, workers: int, device: torch.device, worker_ms: float) -> dict:
@@ -186,8 +164,6 @@ def main(argv=None) -> None:
                 "tensors_per_batch": 1 if packed else tensors_in(ready[0]),
                 "collate_ms": collate, "prepare_ms": prepare, "pack_ms": pack, "worker_ms": whole,
             }
-            if prepared:
-                row["in_model_ms"] = in_model_parse_ms(items, config, args.batches)
             row["unpickle_ms"] = unpickle_ms(items[0], args.batches)
             row["workers_needed_for"] = {f"{rate:g} steps/s": round(whole * rate / 1e3, 1) for rate in args.step_rates}
             row.update(receive_ms(items, args.workers, device, whole))
