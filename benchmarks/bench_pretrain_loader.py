@@ -23,6 +23,7 @@ timing process share them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -46,9 +47,9 @@ from steps.pretrain.pretrain import BatchOrder, MicroBatches, micro_batch_loader
 
 
 def treebank_rows(language: str, vocab_size: int):
-    sentences = read_conllu(DataPath(f"{language}/ud/wo_wtb-ud-train.conllu").resolve()) if language == "wolof" else None
-    if sentences is None:
+    if language != "wolof":
         raise SystemExit(f"only wolof is wired in this benchmark, not {language!r}")
+    sentences = read_conllu(DataPath("wolof/ud/wo_wtb-ud-train.conllu").resolve())
     tokenizer = train_wordpiece([s["tokens"] for s in sentences], vocab_size=vocab_size)
     rows = make_instances(tokenizer, sentences, True, 128, "wolof train")
     labels = sorted({tag for row in rows for tag in row["xpos"]})
@@ -82,10 +83,19 @@ def per_batch_ms(function, count: int) -> float:
     return statistics.median(times) * 1e3
 
 
+def tensors_to(batch: dict, device: torch.device) -> dict:
+    """An unpacked batch to ``device``, field by field (its sample dataclasses' tensors one by one;
+    a DataLoader pins the batch's tensors, not those inside the dataclasses)."""
+    def move(value):
+        if dataclasses.is_dataclass(value):
+            return dataclasses.replace(value, **{f.name: move(getattr(value, f.name)) for f in dataclasses.fields(value)})
+        return value.to(device, non_blocking=True)
+
+    return {key: move(value) for key, value in batch.items()}
+
+
 def receive_ms(items: MicroBatches, workers: int, device: torch.device, worker_ms: float) -> dict:
     """Median time to take a ready batch off a full queue, and (on a GPU) to copy it to the device."""
-    from steps.pretrain.pretrain import _to_device
-
     loader = iter(micro_batch_loader(items, workers, pin_memory=device.type == "cuda"))
     next(loader)
     ready = min(8 * workers, len(items) - 1)
@@ -98,7 +108,7 @@ def receive_ms(items: MicroBatches, workers: int, device: torch.device, worker_m
         takes.append(time.perf_counter() - start)
         if device.type == "cuda":
             start = time.perf_counter()
-            batch.unpack(device, non_blocking=True) if isinstance(batch, PackedBatch) else _to_device(batch, device)
+            batch.unpack(device, non_blocking=True) if isinstance(batch, PackedBatch) else tensors_to(batch, device)
             torch.cuda.synchronize(device)
             copies.append(time.perf_counter() - start)
     del loader
@@ -124,8 +134,6 @@ def unpickle_ms(item, count: int) -> float:
 
 
 def tensors_in(batch: dict) -> int:
-    import dataclasses
-
     return sum(len(dataclasses.fields(value)) if dataclasses.is_dataclass(value) else 1 for value in batch.values())
 
 

@@ -364,6 +364,10 @@ local pronto_tables = {
   // Condition H (Edman et al. NLM-H) trains on the soft labels of a trigram LM of the pretraining
   // rows; that model is one cached step per language and scale, shared with the trigram-LM row.
   soft_labelled(condition):: std.length(std.findSubstr("H", (import "conditions.libsonnet").by_name[condition].objectives)) > 0,
+  // A condition with a SynCLM loss (P or T), e.g. for levers that only those losses take.
+  contrastive(condition)::
+    local objectives = (import "conditions.libsonnet").by_name[condition].objectives;
+    std.length(std.findSubstr("P", objectives) + std.findSubstr("T", objectives)) > 0,
   trigram_steps():: {
     trigram_model: { type: "build_trigram_model", pretraining_data: ref("pretraining_data"), tokenizer: ref("tokenizer") },
   },

@@ -35,8 +35,8 @@ class ParseInputs:
 
     def __init__(self, config):
         self.config = config
-        self.samplers = [objective(config) for objective in objectives_for(config.pretraining_objectives)]
-        self.samplers = [objective for objective in self.samplers if objective.sample_field is not None]
+        self.samplers = [objective(config) for objective in objectives_for(config.pretraining_objectives)
+                         if objective.sample_field is not None]
         variant = attention_variant(config)
         self.prepare_attention = variant.prepare if variant is not None else None
 

@@ -13,7 +13,6 @@ offsets; the SynCLM tree sampler also uses a combination table that is built onc
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from dataclasses import dataclass
 from functools import lru_cache
@@ -228,27 +227,13 @@ def _uniform_keys(shape, generator: torch.Generator | None, device: torch.device
     return torch.rand(shape, generator=generator, device=gen_device).to(device)
 
 
-class _TensorFields:
-    """Moving a dataclass of tensors as one batch field: pinned by a DataLoader (which calls
-    ``pin_memory()`` on any object that has it) and copied with ``to(device)``, as a tensor is."""
-
-    def _map(self, function):
-        return dataclasses.replace(self, **{field.name: function(getattr(self, field.name)) for field in dataclasses.fields(self)})
-
-    def to(self, device, non_blocking: bool = False):
-        return self._map(lambda tensor: tensor.to(device, non_blocking=non_blocking))
-
-    def pin_memory(self):
-        return self._map(lambda tensor: tensor.pin_memory())
-
-
 # --------------------------------------------------------------------------------------------------
 # SynCLM phrase-guided sampling (SPEC §D)
 # --------------------------------------------------------------------------------------------------
 
 
 @dataclass
-class PhraseSamples(_TensorFields):
+class PhraseSamples:
     """One (query, positive, negatives) triple per eligible phrase, flattened over the batch.
 
     batch_index, phrase_root, query, positive: (N,) long.  negatives: (N, K) long positions, −1 in
@@ -314,7 +299,7 @@ def sample_phrase_triples(
 
 
 @dataclass
-class TreeSamples(_TensorFields):
+class TreeSamples:
     """Positive subtree and spliced negatives per eligible root, as node-set masks over positions.
 
     batch_index, root: (N,) long.  positive: (N, T) bool.  negatives: (N, K, T) bool, with

@@ -11,7 +11,8 @@ The factors, one at a time:
 * position embeddings: cpu_relpos − cpu (SPEC §C's relative_key_query against stock BERT's absolute ones);
 * pretraining compute: long − cpu (the same 11k rows, 27× the rows seen);
 * the paper's pretraining: paper − long (the whole 34k-sentence corpus, SPEC §G's 62,500 × 256),
-  and paper − cpu (both at once, where no long cell is cached beside it);
+  paper − cpu (both at once, where no long cell is cached beside it) and paper − random-init
+  (against no pretraining);
 * the fine-tuning regime, for each encoder: cpu_x2 − cpu (length alone), paper_tenth − cpu and
   paper − paper_tenth.
 

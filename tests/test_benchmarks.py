@@ -134,6 +134,16 @@ def test_loader_benchmark_times_each_transport_on_real_rows(tmp_path):
     assert set(rows) == {("M", False, False), ("M", False, True), ("MXPT-SLA", False, False), ("MXPT-SLA", True, False),
                          ("MXPT-SLA", True, True)}
     assert rows[("MXPT-SLA", True, False)]["tensors_per_batch"] == 20 and rows[("M", False, False)]["tensors_per_batch"] == 9
+    # The old transport's copy to a GPU, field by field, here to the meta device.
+    import torch
+
+    from benchmarks.bench_pretrain_loader import tensors_to
+    from models.trees import TreeSamples
+
+    samples = TreeSamples(*(torch.zeros(3, dtype=torch.long) for _ in range(2)), *(torch.zeros(3, 4, dtype=torch.bool) for _ in range(3)))
+    moved = tensors_to({"input_ids": torch.ones(2, 5, dtype=torch.long), "tree_samples": samples}, torch.device("meta"))
+    assert moved["input_ids"].device.type == "meta" and isinstance(moved["tree_samples"], TreeSamples)
+    assert all(getattr(moved["tree_samples"], name).device.type == "meta" for name in vars(samples))
     for row in rows.values():
         assert row["collate_ms"] > 0 and row["receive_ms"] > 0 and row["unpickle_ms"] > 0 and row["batches_timed"] == 8
         assert (row["prepare_ms"] > 0) == row["parse_inputs_in_loader"] and (row["pack_ms"] > 0) == row["packed"]

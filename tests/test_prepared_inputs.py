@@ -79,23 +79,6 @@ def test_conditions_without_parse_draws_pass_the_batch_through(collator, rows, s
         assert not preparer and preparer(batch, sampling_seed=0) is batch, condition
 
 
-def test_sample_dataclasses_move_and_pin_like_tensors(collator, rows, small_wolof_tokenizer, monkeypatch):
-    prepared = ParseInputs(model_for("MPT", small_wolof_tokenizer, collator).config)(collator(rows[:6], seed=0), 5)
-    samples = prepared["tree_samples"]
-    moved = samples.to("meta")
-    assert isinstance(moved, TreeSamples) and moved.negatives.device.type == "meta"
-    assert moved.negatives.shape == samples.negatives.shape
-    # What a DataLoader's pin-memory thread does with a batch: every field of a sample dataclass is
-    # pinned (pinning itself needs an accelerator, so here a stand-in marks what it was called on).
-    from torch.utils.data._utils.pin_memory import pin_memory
-
-    pinned_ids = []
-    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda tensor: pinned_ids.append(id(tensor)) or tensor.clone())
-    pinned = pin_memory(prepared)["tree_samples"]
-    assert isinstance(pinned, TreeSamples) and torch.equal(pinned.negatives, samples.negatives)
-    assert set(pinned_ids) >= {id(getattr(samples, name)) for name in vars(samples)}
-
-
 class OpCounter(TorchDispatchMode):
     """Counts aten calls, and separately the reads of a tensor value back to Python (item/bool/int)."""
 

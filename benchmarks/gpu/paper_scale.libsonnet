@@ -36,11 +36,10 @@ local finetuning(step, regime) =
 // M's fastest combination in the lever benchmark, written by `campaign.py levers`; they re-key pretraining.
 local default_levers = import "levers.json";
 // compile_objectives compiles the P and T losses: set only where a condition has one, so M's key stays.
-local contrastive(condition) = std.length(std.findSubstr("P", std.split(condition, "-")[0]) + std.findSubstr("T", std.split(condition, "-")[0])) > 0;
 local levers_for(condition, levers) = {
   [name]: levers[name]
   for name in std.objectFields(levers)
-  if name != "compile_objectives" || contrastive(condition)
+  if name != "compile_objectives" || lib.contrastive(condition)
 };
 
 // Uncapped, `corpus` is the same step as `vectors_corpus`: Tango merges the two into one step object

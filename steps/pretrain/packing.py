@@ -49,12 +49,7 @@ def _view(buffer: torch.Tensor, dtype: torch.dtype, shape: Tuple[int, ...], offs
     numel = 1
     for size in shape:
         numel *= size
-    nbytes = numel * _itemsize(dtype)
-    return buffer[offset : offset + nbytes].view(dtype).view(shape)
-
-
-def _itemsize(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
+    return buffer[offset : offset + numel * dtype.itemsize].view(dtype).view(shape)
 
 
 def pack_batch(batch: Dict[str, Any]) -> PackedBatch:

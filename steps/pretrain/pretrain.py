@@ -278,8 +278,7 @@ def structure_losses_without_dropout(model):
         model.train(was_training)
 
 
-def _to_device(batch: Dict[str, Any], device: torch.device) -> Dict[str, Any]:
-    """Tensors and tensor dataclasses (`models.trees.PhraseSamples`, …) alike have ``to``."""
+def _to_device(batch: Dict[str, torch.Tensor], device: torch.device) -> Dict[str, torch.Tensor]:
     return {key: value.to(device, non_blocking=True) for key, value in batch.items()}
 
 
