@@ -5,6 +5,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from benchmarks.gpu import campaign
 from tools.step_ids import REPO
 
@@ -257,3 +259,26 @@ def test_the_finetune_phase_runs_every_fine_tuning_step_once_then_the_scores():
     assert {name.rsplit("_s", 1)[0] for _, name in names} == {"ud_parser", "ner"}
     assert all(set(command[3:]) == {f"{task}_{kind}" for task in ("ud_parser", "ner") for kind in
                                     ["cell"] + [f"score_s{seed}" for seed in range(42, 47)]} for command in scoring)
+
+
+def test_compile_levers_are_added_and_dropped_without_touching_the_eager_ones(tmp_path, monkeypatch, capsys):
+    """allocation.sh's `campaign.py compile-levers --to on|off`: the compile levers come and go, the
+    timed eager choice (precision, fused AdamW) stays, and a missing file starts from none."""
+    levers_file = tmp_path / "levers.json"
+    levers_file.write_text(json.dumps({"precision": "bf16", "fused_optimizer": True}))
+    on = campaign.set_compile_levers(True, levers_file)
+    assert on == json.loads(levers_file.read_text()) == {
+        "precision": "bf16", "fused_optimizer": True,
+        "compile_encoder": {"mode": "reduce-overhead"}, "compile_objectives": {}}
+    assert campaign.set_compile_levers(False, levers_file) == json.loads(levers_file.read_text()) == {
+        "precision": "bf16", "fused_optimizer": True}
+    assert campaign.set_compile_levers(True, tmp_path / "none.json") == campaign.COMPILE_LEVERS
+    # Through the command line allocation.sh uses, on a stand-in for the file it edits.
+    monkeypatch.setattr(campaign, "LEVERS_FILE", levers_file)
+    assert campaign.main(["compile-levers", "--to", "on"]) == 0
+    assert json.loads(levers_file.read_text())["compile_objectives"] == {}
+    assert campaign.main(["compile-levers", "--to", "off"]) == 0
+    assert json.loads(levers_file.read_text()) == {"precision": "bf16", "fused_optimizer": True}
+    assert "levers now" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        campaign.main(["compile-levers"])

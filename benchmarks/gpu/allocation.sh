@@ -42,7 +42,7 @@ for part in $parts; do
       campaign levers "$OUT/logs" --budget $(( budget < 90 ? budget : 90 )) --lever-runs eager
       cp benchmarks/gpu/levers.json "$OUT/logs/levers_eager.json"
       # The compile lever on top (its fixed-shape benchmark rows would cost two compiles of this call).
-      python3 -c 'import json, sys; p = sys.argv[1]; l = json.load(open(p)); l["compile_encoder"] = {"mode": "reduce-overhead"}; l["compile_objectives"] = {}; open(p, "w").write(json.dumps(l, indent=2) + "\n")' benchmarks/gpu/levers.json ;;
+      campaign compile-levers --to on ;;
     loader)
       timeout "$budget" python3 benchmarks/bench_pretrain_loader.py --workers 10 --batches 30 \
         --json "$OUT/logs/gpu_pretrain_loader.json" > "$OUT/logs/loader.log" 2>&1
@@ -60,7 +60,7 @@ for part in $parts; do
       campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$budget"
       if [ $? = 1 ]; then  # failed, not out of time: again without the compile levers (eager ones measured here, if any)
         if [ -f "$OUT/logs/levers_eager.json" ]; then cp "$OUT/logs/levers_eager.json" benchmarks/gpu/levers.json
-        else python3 -c 'import json, sys; p = sys.argv[1]; l = json.load(open(p)); [l.pop(k, None) for k in ("compile_encoder", "compile_objectives")]; open(p, "w").write(json.dumps(l, indent=2) + "\n")' benchmarks/gpu/levers.json
+        else campaign compile-levers --to off
         fi
         campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$(left 40)"
       fi ;;

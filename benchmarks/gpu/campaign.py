@@ -6,6 +6,7 @@ finished steps from the cache). Its exit status says what happened: 0 done, 3 ti
 the same phase again), 1 a step failed.
 
     levers $OUT     time the pretraining levers (bench_pretrain_step.py) and write M's fastest to levers.json
+    compile-levers --to on|off   add torch.compile of the encoder and the P/T losses to levers.json, or drop both
     data            corpus parser (cpu scale), parse of the whole corpus, vocabulary, rows (here, on 2 cores: ~12 min)
     pretrain $OUT   µB-M and µB-MXPT-SLA side by side (--files one of them for a clean wall time)
     finetune $OUT   every fine-tuning step (3 encoders x 5 seeds x UD, NER) in about --jobs processes, then the scores
@@ -201,6 +202,21 @@ def choose_levers(out: Path, budget: float, device: str = "cuda", extra: Sequenc
     return 0
 
 
+COMPILE_LEVERS = {"compile_encoder": {"mode": "reduce-overhead"}, "compile_objectives": {}}
+
+
+def set_compile_levers(enabled: bool, levers_file: Optional[Path] = None) -> dict:
+    """Add torch.compile of the encoder and the P/T losses to `levers_file`'s levers, or drop both
+    (a pretraining that failed compiled retries eager), leaving the eager levers as they are."""
+    levers_file = levers_file or LEVERS_FILE
+    levers = json.loads(levers_file.read_text()) if levers_file.is_file() else {}
+    levers = {key: value for key, value in levers.items() if key not in COMPILE_LEVERS}
+    if enabled:
+        levers.update(COMPILE_LEVERS)
+    levers_file.write_text(json.dumps(levers, indent=2) + "\n")
+    return levers
+
+
 def pack(workspace: Path, out: Path, since: float) -> List[Path]:
     """Cache entries written after `since`, tarred and cut into parts: a finished entry without its
     work folder, an unfinished one (a stopped pretraining) with it."""
@@ -245,7 +261,7 @@ def unpack(folder: Path, workspace: Path) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=["levers", "data", "pretrain", "finetune", "pack", "unpack"])
+    parser.add_argument("phase", choices=["levers", "compile-levers", "data", "pretrain", "finetune", "pack", "unpack"])
     parser.add_argument("folder", nargs="?", type=Path,
                         help="pack: where the parts go ($OUT); unpack: where they are; other phases: where the logs go ($OUT)")
     parser.add_argument("--budget", type=float, default=540.0, help="seconds per phase (below the 600 s command limit)")
@@ -256,6 +272,7 @@ def main(argv=None) -> int:
     parser.add_argument("--lever-runs", nargs="+", choices=[name for name, _ in LEVER_RUNS],
                         help="levers: which benchmark runs (default all; the compiled one compiles twice)")
     parser.add_argument("--since", type=float, default=0.0, help="pack: only entries modified after this Unix time")
+    parser.add_argument("--to", choices=["on", "off"], help="compile-levers: add the compile levers to levers.json, or drop them")
     args = parser.parse_args(argv)
     args.files = args.files or language_files(args.language)
     os.environ.setdefault("SIB_DATA_ROOT", str(REPO / "shared" / "data"))
@@ -269,6 +286,11 @@ def main(argv=None) -> int:
             parser.error("levers needs the output folder ($OUT)")
         runs = [run for run in LEVER_RUNS if run[0] in (args.lever_runs or [name for name, _ in LEVER_RUNS])]
         return choose_levers(args.folder, args.budget, runs=runs)
+    if args.phase == "compile-levers":
+        if args.to is None:
+            parser.error("compile-levers needs --to on or --to off")
+        print(f"campaign: levers now {set_compile_levers(args.to == 'on')}", flush=True)
+        return 0
     if args.phase == "unpack":
         if args.folder is None:
             parser.error("unpack needs the folder holding the parts")
