@@ -1,6 +1,7 @@
 """Browse, reuse, export and prune the step cache; reads Tango's own records, never runs a step.
 
     python -m reporting.cache ls [--json] [--language wolof] [--condition MXPT-SLA] [--scale cpu]
+    python -m reporting.cache unfinished [--json]                  # runs in progress or stopped, how far
     python -m reporting.cache export <unique id or prefix> DIR     # a self-contained HF folder
     python -m reporting.cache prune [--yes]                        # dry run unless --yes
 
@@ -12,6 +13,12 @@ language, condition and scale come from the experiment graphs (`reporting.graphs
 ``<workspace>/reporting/graphs.json``) where a current experiment file holds the step, else from
 the step's own config and its upstream steps. A cache entry copied in from another machine, with
 no step-info row, is listed too.
+
+``unfinished`` lists the pretraining and fine-tuning steps that have a checkpoint but no result
+yet: running (a process holds the entry's lock, as Tango decides) or stopped (killed, out of time;
+``tango run`` of the same file resumes it), with how far each got (optimizer steps or epochs of the
+configured total), the best dev figure so far and when the checkpoint was written. It reads only
+the checkpoint's bookkeeping (memory-mapped, no weights loaded), so it is cheap beside a run.
 
 ``prune`` lists the cache entries that no experiment file in ``experiments/`` or ``benchmarks/``
 builds any more (an edited config orphans them), with their sizes; ``--yes`` removes each entry's
@@ -162,6 +169,110 @@ def list_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) -> List[
             entry.encoder = encoders[0] if encoders else metrics.get("encoder")
         entries.append(entry)
     return entries
+
+
+@dataclass
+class Unfinished:
+    """One step with a checkpoint and no result, as `unfinished` shows it."""
+
+    unique_id: str
+    step_class: str
+    state: str  # "running" (its lock is held) or "stopped"
+    language: Optional[str] = None
+    condition: Optional[str] = None
+    scale: Optional[str] = None
+    seed: Optional[int] = None
+    unit: str = "step"  # what `done` and `total` count: "step" (pretraining) or "epoch" (fine-tuning)
+    done: int = 0
+    total: Optional[int] = None
+    steps: int = 0  # optimizer steps so far
+    metric: Optional[str] = None  # the dev figure below: the fine-tuning's selection metric, or dev MLM loss
+    best: Optional[float] = None
+    best_at: Optional[int] = None  # epoch (fine-tuning) or step (pretraining) of `best`
+    last: Optional[float] = None
+    patience: Optional[int] = None
+    resumed_from: List[int] = field(default_factory=list)
+    checkpoint_age_minutes: float = 0.0
+    experiments: List[str] = field(default_factory=list)
+
+
+def _checkpoint_names() -> Dict[str, str]:
+    from steps.finetune.loop import CHECKPOINT_NAME as FINETUNE_CHECKPOINT
+    from steps.pretrain.pretrain import CHECKPOINT_NAME as PRETRAIN_CHECKPOINT
+
+    return {"PretrainMicrobert": PRETRAIN_CHECKPOINT, **{name: FINETUNE_CHECKPOINT for name in FINETUNE_CLASSES}}
+
+
+def _selection_metrics() -> Dict[str, str]:
+    from steps.finetune.ner import FinetuneNer
+    from steps.finetune.pronto import FinetunePronto
+    from steps.finetune.ud_parser import FinetuneUdParser
+
+    return {step.__name__: step.SELECTION_METRIC for step in (FinetuneUdParser, FinetuneNer, FinetunePronto)}
+
+
+def unfinished_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) -> List[Unfinished]:
+    """Every pretraining or fine-tuning entry of the workspace with a checkpoint and no result."""
+    import torch
+    from tango.step_caches.local_step_cache import LocalStepCache
+    from tango.step_info import StepState
+    from tango.workspaces import LocalWorkspace
+
+    cache = Path(workspace_dir) / "cache"
+    if not cache.is_dir():
+        return []
+    checkpoints, metrics, labels = _checkpoint_names(), _selection_metrics(), graph_labels(graphs)
+    infos, now, found = step_infos(workspace_dir), time.time(), []
+    for folder in sorted(cache.iterdir()):
+        step_class = _class_of(folder.name)
+        checkpoint = folder / "work" / checkpoints.get(step_class, "")
+        if step_class not in checkpoints or (folder / LocalStepCache.METADATA_FILE_NAME).exists() or not checkpoint.is_file():
+            continue
+        # mmap: only the pickled bookkeeping is read, not the model and optimizer tensors.
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)
+        state, info, label = saved["state"], infos.get(folder.name), labels.get(folder.name, {})
+        config = (info.config or {}) if info is not None else {}
+        running = LocalWorkspace.guess_step_dir_state(folder) == {StepState.RUNNING}
+        entry = Unfinished(folder.name, step_class, "running" if running else "stopped",
+                           language=label.get("language") or _language_upstream(folder.name, infos),
+                           condition=label.get("condition"), scale=label.get("scale"),
+                           resumed_from=list(state.get("resumed_from", [])),
+                           checkpoint_age_minutes=round((now - checkpoint.stat().st_mtime) / 60, 1),
+                           experiments=sorted(set(label.get("experiments", []))))
+        history = state.get("history") or []
+        if step_class == "PretrainMicrobert":
+            training = config.get("training") or {}
+            entry.seed, entry.total, entry.metric = training.get("seed"), training.get("max_steps"), "dev_mlm_loss"
+            entry.done = entry.steps = state["step"]
+            scored = [record for record in history if record.get("dev_mlm_loss") is not None]
+            if scored:
+                best = min(scored, key=lambda record: record["dev_mlm_loss"])
+                entry.best, entry.best_at, entry.last = best["dev_mlm_loss"], best["step"], scored[-1]["dev_mlm_loss"]
+        else:
+            tuning = config.get("config") or {}
+            entry.unit, entry.seed, entry.total, entry.patience = "epoch", tuning.get("seed"), tuning.get("epochs"), tuning.get("patience")
+            entry.done, entry.steps, entry.metric = state["epoch"], state["steps"], metrics[step_class]
+            by_epoch = {record["epoch"]: record for record in history}
+            if state.get("best_epoch") in by_epoch:
+                entry.best, entry.best_at = by_epoch[state["best_epoch"]].get(entry.metric), state["best_epoch"]
+            if history:
+                entry.last = history[-1].get(entry.metric)
+        found.append(entry)
+    return found
+
+
+def format_unfinished(entries: Sequence[Unfinished]) -> str:
+    lines = [f"{len(entries)} unfinished steps (a checkpoint, no result)"]
+    for e in entries:
+        total = "?" if e.total is None else f"{e.total:,}"
+        progress = f"{e.unit} {e.done:,}/{total}" + (f" ({e.steps:,} steps)" if e.unit == "epoch" else "")
+        best = (f"best dev {e.metric} {_figure(e.best)} at {e.unit} {e.best_at:,}, last {_figure(e.last)}"
+                if e.best is not None else "no dev figure yet")
+        patience = f", patience {e.patience}" if e.patience else ""
+        lines.append(f"  {e.unique_id}  {e.state}  {e.language or '?'}  {e.condition or '?'}  {e.scale or '?'}  seed {e.seed}  "
+                     f"{progress}{patience}  {best}  checkpoint {e.checkpoint_age_minutes:.0f} min ago"
+                     + (f"  resumed after {', '.join(map(str, e.resumed_from))}" if e.resumed_from else ""))
+    return "\n".join(lines)
 
 
 def matches(entry: Entry, language: Optional[str], condition: Optional[str], scale: Optional[str]) -> bool:
@@ -332,6 +443,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     export = commands.add_parser("export", parents=[common], help="write a cached encoder as a self-contained HF folder with a model card")
     export.add_argument("entry", help="unique id (or an unambiguous prefix) of a pretrain_microbert / random_init_encoder entry")
     export.add_argument("out", type=Path)
+    unfinished = commands.add_parser("unfinished", parents=[common],
+                                     help="pretraining and fine-tuning steps with a checkpoint and no result: running or stopped, how far")
+    unfinished.add_argument("--json", action="store_true", help="one JSON object: {unfinished: [...]}")
     prune = commands.add_parser("prune", parents=[common], help="remove the cache entries no experiment file refers to (dry run unless --yes)")
     prune.add_argument("--yes", action="store_true", help="remove them")
     prune.add_argument("--allow-broken", action="store_true",
@@ -345,6 +459,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(export_entry(workspace_dir, args.entry, args.out, load_graphs(files, workspace_dir) if args.experiments else None))
         return 0
     graphs = load_graphs(files, workspace_dir)
+    if args.command == "unfinished":
+        found = unfinished_entries(workspace_dir, graphs)
+        print(json.dumps({"workspace": str(workspace_dir), "unfinished": [asdict(e) for e in found]}, indent=2)
+              if args.json else format_unfinished(found))
+        return 0
     if args.command == "ls":
         entries = [e for e in list_entries(workspace_dir, graphs) if matches(e, args.language, args.condition, args.scale)]
         if args.json:

@@ -35,7 +35,7 @@ def _excerpt(data_root: Path, folder: Path, name: str, lines: int) -> str:
     return str(path)
 
 
-def _experiment(path: Path, data: dict, max_steps: int) -> Path:
+def _experiment(path: Path, data: dict, max_steps: int, pronto_epochs: int = 1) -> Path:
     """One encoder pretrained for ``max_steps`` and one PrOnto cell (row M, column spanish, smoke)."""
     ref = lambda name: {"type": "ref", "ref": name}  # noqa: E731
     steps_config = {
@@ -48,7 +48,7 @@ def _experiment(path: Path, data: dict, max_steps: int) -> Path:
                                           "checkpoint_every": 4, "seed": 3}},
         "pronto_s1": {"type": "finetune_pronto", "encoder": ref("pretrained_model"), "task": "proper_noun_subject", "num_threads": 1,
                       **{split: {"path": data[split]} for split in ("train", "dev", "test")},
-                      "config": {"epochs": 1, "batch_size": 16, "max_length": 64, "seed": 1}},
+                      "config": {"epochs": pronto_epochs, "batch_size": 16, "max_length": 64, "seed": 1}},
         "pronto_score_s1": {"type": "score_cell", "finetuned": ref("pronto_s1"), "table": "table7", "row": "M",
                             "column": "spanish", "scale": "smoke", "seed": 1},
         "pronto_cell": {"type": "aggregate_cell", "scores": [ref("pronto_score_s1")]},
@@ -186,6 +186,67 @@ def test_training_curves_are_the_cached_histories(small_cache, tmp_path):
     assert sorted(p.name for p in written) == ["spanish_pretraining_dev_mlm_loss.png", "spanish_pronto_dev_accuracy.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
     assert "](curves/smoke/spanish_pronto_dev_accuracy.png)" in curves_markdown(written, tmp_path)
+
+
+def test_unfinished_lists_stopped_and_running_steps_from_their_checkpoints(data_root, tmp_path, monkeypatch, capsys):
+    """`unfinished`: a pretraining killed after step 4 of 6 and a PrOnto fine-tune killed after
+    epoch 1 of 3 are listed with how far they got and their best dev figure, as their checkpoints
+    say; "running" while a process holds the entry's lock; gone once `tango run` resumes them."""
+    from steps.finetune.loop import CRASH_AFTER_EPOCH_ENV
+    from steps.pretrain.pretrain import CRASH_AFTER_STEP_ENV
+
+    data = {"texts": _excerpt(data_root, tmp_path, "sentence_mood_train.tsv", 300)}
+    for split, lines in (("train", 33), ("dev", 17), ("test", 17)):
+        data[split] = _excerpt(data_root, tmp_path, f"proper_noun_subject_{split}.tsv", lines)
+    experiment = _experiment(tmp_path / "long.json", data, max_steps=6, pronto_epochs=3)
+    workspace = LocalWorkspace(tmp_path / "ws")
+    graph = StepGraph.from_params(Params.from_file(experiment).pop("steps"))
+
+    def unfinished() -> list:
+        capsys.readouterr()
+        assert cache.main(["unfinished", "--json", "--workspace", str(workspace.dir), "--experiments", str(experiment)]) == 0
+        return json.loads(capsys.readouterr().out)["unfinished"]
+
+    monkeypatch.setenv(CRASH_AFTER_STEP_ENV, "4")
+    with pytest.raises(Exception, match="stopping after step 4"):
+        graph["pretrained_model"].result(workspace)
+    [pretraining] = unfinished()
+    saved = torch.load(workspace.step_dir(graph["pretrained_model"]) / "work" / "checkpoint.pt", weights_only=True)
+    dev = {record["step"]: record["dev_mlm_loss"] for record in saved["state"]["history"]}
+    assert sorted(dev) == [2, 4]  # validate_every 2
+    assert pretraining["unique_id"] == graph["pretrained_model"].unique_id and pretraining["state"] == "stopped"
+    assert (pretraining["unit"], pretraining["done"], pretraining["total"], pretraining["seed"]) == ("step", 4, 6, 3)
+    assert (pretraining["language"], pretraining["condition"], pretraining["scale"]) == ("spanish", "M", "smoke")
+    best_step = min(dev, key=dev.get)
+    assert (pretraining["metric"], pretraining["best"], pretraining["best_at"], pretraining["last"]) == (
+        "dev_mlm_loss", dev[best_step], best_step, dev[4])
+
+    monkeypatch.delenv(CRASH_AFTER_STEP_ENV)
+    monkeypatch.setenv(CRASH_AFTER_EPOCH_ENV, "1")
+    with pytest.raises(Exception, match="stopping after epoch 1"):
+        graph["pronto_s1"].result(workspace)  # resumes the pretraining first, to its end
+    [tuning] = unfinished()
+    assert tuning["unique_id"] == graph["pronto_s1"].unique_id
+    assert (tuning["unit"], tuning["done"], tuning["total"], tuning["metric"]) == ("epoch", 1, 3, "dev_loss")
+    saved = torch.load(workspace.step_dir(graph["pronto_s1"]) / "work" / "finetune-checkpoint.pt", weights_only=True)
+    [record] = saved["state"]["history"]
+    assert (tuning["best"], tuning["best_at"], tuning["last"], tuning["steps"]) == (
+        record["dev_loss"], 1, record["dev_loss"], saved["state"]["steps"])
+    assert "epoch 1/3" in (cache.format_unfinished([cache.Unfinished(**tuning)]))
+
+    # A process holding the entry's lock (as a live `tango run` does) makes it "running".
+    holder = subprocess.Popen([sys.executable, "-c", "import filelock, sys, time; lock = filelock.FileLock(sys.argv[1]); "
+                               "lock.acquire(); print('held', flush=True); time.sleep(120)",
+                               str(workspace.step_dir(graph["pronto_s1"]) / "lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert [entry["state"] for entry in unfinished()] == ["running"]
+    finally:
+        holder.kill()
+        holder.wait()
+    monkeypatch.delenv(CRASH_AFTER_EPOCH_ENV)
+    graph["pronto_s1"].result(workspace)
+    assert unfinished() == []
 
 
 def test_prune_removes_only_what_no_kept_file_builds(small_cache, capsys):

@@ -251,6 +251,7 @@ class FinetuneNer(Step):
     VERSION = "002"  # 002: BiLSTM on padded words and fused AdamW (faster; same model and updates)
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
+    SELECTION_METRIC = "dev_f1"  # dev span F1 selects the epoch whose weights are kept; reporting.cache reads it too
     SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None}
 
     def run(  # type: ignore[override]
@@ -375,7 +376,7 @@ class FinetuneNer(Step):
             loss=lambda model, batch: model(**batch)["loss"],
             clip_gradients=lambda: torch.nn.utils.clip_grad_norm_(trainable, config.grad_norm),
             train_fields=lambda totals: {"train_loss_per_word": totals.loss / max(totals.count, 1)},
-            epochs=config.epochs, evaluate=dev_scores, metric="dev_f1", patience=config.patience,
+            epochs=config.epochs, evaluate=dev_scores, metric=self.SELECTION_METRIC, patience=config.patience,
             count=lambda batch: int(batch["word_mask"].sum()),
         ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history, best_epoch = outcome.history, outcome.best_epoch or 0

@@ -299,6 +299,7 @@ class FinetunePronto(Step):
     VERSION = "002"  # 002: accuracies in percent, like every other fine-tuning step
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
+    SELECTION_METRIC = "dev_loss"  # dev loss (lowest) selects the epoch whose weights are kept; reporting.cache reads it too
 
     def run(  # type: ignore[override]
         self,
@@ -386,7 +387,7 @@ class FinetunePronto(Step):
             batches=loop.BatchStream(shuffled_pass, torch.Generator().manual_seed(config.seed), batches_per_epoch),
             make_batch=make_batch, loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
             train_fields=lambda totals: {"train_loss": totals.loss / totals.batches},
-            epochs=epochs, evaluate=dev_scores if trained_on == "train" else None, metric="dev_loss", higher_is_better=False,
+            epochs=epochs, evaluate=dev_scores if trained_on == "train" else None, metric=self.SELECTION_METRIC, higher_is_better=False,
             count=lambda batch: int(batch["attention_mask"].sum()),
         ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history, best_epoch, train_seconds = outcome.history, outcome.best_epoch, outcome.train_seconds

@@ -159,6 +159,7 @@ class FinetuneUdParser(Step):
     VERSION = "003"
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
+    SELECTION_METRIC = "las"  # dev LAS (the paper's metric) selects the epoch whose weights are kept; reporting.cache reads it too
     SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None}
 
     def run(  # type: ignore[override]
@@ -274,7 +275,7 @@ class FinetuneUdParser(Step):
             make_batch=lambda indices: {k: v.to(device) for k, v in make_batch(splits["train"], indices).items()},
             loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
             train_fields=lambda totals: {"step": totals.steps, "train_loss": totals.loss / totals.batches if totals.batches else None},
-            epochs=config.epochs, evaluate=dev_scores, metric="las", patience=config.patience, evaluate_before_training=True,
+            epochs=config.epochs, evaluate=dev_scores, metric=self.SELECTION_METRIC, patience=config.patience, evaluate_before_training=True,
         ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history = outcome.history
         result = self._write_result(model, splits, labels, config, device, {
