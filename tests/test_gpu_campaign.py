@@ -74,7 +74,31 @@ def test_paper_scale_files_reuse_the_cpu_corpus_parser_and_take_the_whole_corpus
             assert graph["corpus_parser"].unique_id == recorded["corpus_parser"]
             assert graph["pretrained_model"].kwargs["training"].max_steps == 62500
         scores = [name for name in graph if "_score_s" in name]
-        assert len(scores) == 10 and all(graph[n].kwargs["scale"] == "gpu-paper_tenth" for n in scores)
+        assert len(scores) == 10
+        # Each task under the regime dev chose for it (paper_scale.libsonnet's `chosen`), one thread per fine-tune.
+        assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ud_")} == {"gpu-paper_tenth"}
+        assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ner_")} == {"gpu-cpu_x2"}
+        assert all(graph[f"{task}_s{seed}"].kwargs["num_threads"] == 1 for task in ("ud_parser", "ner") for seed in range(42, 47))
+
+
+def test_the_paper_scale_m_cell_is_the_decomposition_cells_dev_chose():
+    """µB-M's paper-scale fine-tuning steps are the decomposition's paper-encoder cells under each
+    task's chosen regime, step for step: the seeds run there are this file's, already cached."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    def ids(file):
+        graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+        return {name: step.unique_id for name, step in graph.items()}
+
+    paper_scale = ids("benchmarks/gpu/wolof_m_paper_scale.jsonnet")
+    chosen = {"ud_parser": "paper_tenth", "ner": "cpu_x2"}
+    for task, regime in chosen.items():
+        cell = ids(f"benchmarks/gpu/decomposition/wolof_paper_{regime}.jsonnet")
+        tuned = [name for name in cell if name.startswith(f"{task}_s") and "_score_" not in name]
+        assert tuned and all(paper_scale[name] == cell[name] for name in tuned), (task, regime)
 
 
 def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():

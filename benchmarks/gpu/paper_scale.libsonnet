@@ -6,12 +6,12 @@
 //   fine-tuning  `regime`: "paper" (SPEC §H: 3×400 BiLSTM, 300 epochs of 200 batches, patience 50)
 //                or "paper_tenth" (ours, an intermediate stand-in: the paper's head and rates, 30
 //                epochs, patience 10), "cpu" (the cpu scale's own) or "cpu_x2" (ours: the cpu regime
-//                twice as long, 40 epochs, patience 20); the paper regimes run one CPU thread each so
-//                `tango run -j` fills a GPU machine, the cpu ones the step's default
+//                twice as long, 40 epochs, patience 20); by default each task's `chosen` regime.
+//                One CPU thread per fine-tune, so `tango run -j` fills a machine
 //   levers       GPU speed levers of pretrain_microbert from levers.json, which `campaign.py levers` writes
 //                from the lever benchmark ({}: none; e.g. { precision: "bf16", fused_optimizer: true });
 //                compile_objectives only for conditions with a P or T loss
-// Score cells are scale "gpu-<regime>", so tables keep them apart from the cpu and paper files.
+// Score cells are scale "gpu-<their task's regime>", so tables keep them apart from the cpu and paper files.
 local lib = import "../../configs/lib.libsonnet";
 
 local paper_ud = {
@@ -26,11 +26,16 @@ local regimes = {
   cpu_x2: { ud: { epochs: 40, patience: 20 }, ner: { epochs: 40, patience: 20 }, threads: null },
 };
 
+// Each task's regime with the best dev figure for the paper-scale µB-M among those measured (issue 14
+// item 1's rule; docs/decomposition gives each cell's dev figure). Re-choose when the paper regime is in.
+local chosen = { ud: "paper_tenth", ner: "cpu_x2" };
+local per_task(regime) = if regime == null then chosen else { ud: regime, ner: regime };
+
 // The fine-tuning regime alone, on any cell's steps (threads: where it runs, not in the cache key).
 local threads(regime) = if regimes[regime].threads == null then {} else { num_threads: regimes[regime].threads };
-local finetuning(step, regime) =
-  if step.type == "finetune_ud_parser" then step + { config+: regimes[regime].ud } + threads(regime)
-  else if step.type == "finetune_ner" then step + { config+: regimes[regime].ner } + threads(regime)
+local finetuning(step, by_task, thread_override={}) =
+  if step.type == "finetune_ud_parser" then step + { config+: regimes[by_task.ud].ud } + threads(by_task.ud) + thread_override
+  else if step.type == "finetune_ner" then step + { config+: regimes[by_task.ner].ner } + threads(by_task.ner) + thread_override
   else step;
 
 // M's fastest combination in the lever benchmark, written by `campaign.py levers`; they re-key pretraining.
@@ -51,7 +56,7 @@ local one_corpus(steps) = {
   if name != "vectors_corpus"
 };
 
-local overlay(cell, regime, loader_workers, levers) = {
+local overlay(cell, by_task, loader_workers, levers) = {
   steps: one_corpus(std.mapWithKey(
     function(name, step)
       if step.type == "load_corpus" then step + { max_train_sentences: null, max_dev_sentences: null }
@@ -63,27 +68,29 @@ local overlay(cell, regime, loader_workers, levers) = {
         sync_every: 50,  // read losses back every 50 steps, not after each (not in the cache key)
         stall_seconds: 120,  // tracebacks once no step has finished for 2 min, within one device call (not keyed either)
       } + levers
-      else if step.type == "score_cell" then step + { scale: "gpu-" + regime }
-      else finetuning(step, regime),
+      else if step.type == "score_cell" then step + { scale: "gpu-" + (if step.table == "table2" then by_task.ud else by_task.ner) }
+      else finetuning(step, by_task, { num_threads: 1 }),
     cell.steps
   )),
 };
 
 {
   regimes: std.objectFields(regimes),
+  chosen: chosen,
   // condition: a paper condition ("M", "MXPT-SLA", …) or "random-init". Any of the paper's five
-  // languages (issue 17): the same overlay on its cpu cell (NER where it has WikiAnn).
-  cell(language, condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=10, levers=default_levers)::
-    assert std.objectHas(regimes, regime) : "unknown regime " + regime + "; known: " + std.join(", ", std.objectFields(regimes));
+  // languages (issue 17): the same overlay on its cpu cell (NER where it has WikiAnn). regime: one
+  // for both tasks, or null for each task's chosen one.
+  cell(language, condition, seeds=[42, 43, 44, 45, 46], regime=null, loader_workers=10, levers=default_levers)::
+    assert regime == null || std.objectHas(regimes, regime) : "unknown regime " + regime + "; known: " + std.join(", ", std.objectFields(regimes));
     overlay(
       if condition == "random-init" then lib.random_init_experiment(language, "cpu", seeds=seeds)
       else lib.experiment(language, condition, "cpu", seeds=seeds),
-      regime, loader_workers, levers_for(condition, levers)
+      per_task(regime), loader_workers, levers_for(condition, levers)
     ),
   // Any cell (e.g. a cpu one) fine-tuned under `regime`, everything upstream unchanged.
   with_regime(cell, regime)::
     assert std.objectHas(regimes, regime) : "unknown regime " + regime;
-    { steps: std.mapWithKey(function(name, step) finetuning(step, regime), cell.steps) },
-  wolof(condition, seeds=[42, 43, 44, 45, 46], regime="paper_tenth", loader_workers=10, levers=default_levers)::
+    { steps: std.mapWithKey(function(name, step) finetuning(step, per_task(regime)), cell.steps) },
+  wolof(condition, seeds=[42, 43, 44, 45, 46], regime=null, loader_workers=10, levers=default_levers)::
     $.cell("wolof", condition, seeds, regime, loader_workers, levers),
 }
