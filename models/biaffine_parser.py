@@ -11,8 +11,11 @@ Training minimises the cross-entropy of the gold head of every word plus that of
 (given the gold head). Decoding finds the maximum spanning tree with exactly one dependent of ROOT
 (Stanza's Chu-Liu/Edmonds), then labels each chosen arc.
 
-Deviations from AllenNLP, kept small on purpose: plain (not variational) dropout, no highway
-connections in the LSTM, and labels chosen after the tree rather than jointly with it.
+Deviations from AllenNLP, kept small on purpose: no highway connections or recurrent dropout in
+the LSTM (torch's fused kernels need a plain one), labels chosen after the tree rather than jointly
+with it, and by default plain dropout on the LSTM output and the MLPs, where AllenNLP drops whole
+features of a sentence (``InputVariationalDropout``; ``variational_dropout=True`` here) and its
+embedder leaves the embedding layer out of the scalar mix (``mix_embedding_layer=False``).
 """
 from __future__ import annotations
 
@@ -41,9 +44,19 @@ class ParserOutput:
     label_loss: Optional[torch.Tensor] = None
 
 
-def _mlp(in_dim: int, out_dim: int, dropout: float) -> nn.Sequential:
-    # AllenNLP's parser uses one ELU feed-forward layer per role.
-    return nn.Sequential(nn.Linear(in_dim, out_dim), nn.ELU(), nn.Dropout(dropout))
+class VariationalDropout(nn.Dropout):
+    """Dropout with one mask per sequence: a (B, T, H) input loses the same features at every
+    position T (AllenNLP's ``InputVariationalDropout``, Gal & Ghahramani 2016)."""
+
+    def forward(self, values: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return values
+        return values * super().forward(values.new_ones(values.shape[0], 1, values.shape[-1]))
+
+
+def _mlp(in_dim: int, out_dim: int, dropout: float, variational: bool = False) -> nn.Sequential:
+    # AllenNLP's parser uses one ELU feed-forward layer per role, its output then dropped.
+    return nn.Sequential(nn.Linear(in_dim, out_dim), nn.ELU(), (VariationalDropout if variational else nn.Dropout)(dropout))
 
 
 class BiaffineDependencyParser(nn.Module):
@@ -57,20 +70,22 @@ class BiaffineDependencyParser(nn.Module):
         label_dim: int = 100,
         dropout: float = 0.3,
         input_dropout: float = 0.3,
+        variational_dropout: bool = False,
+        mix_embedding_layer: bool = True,
     ):
         super().__init__()
-        self.word_encoder = WordEncoder(encoder)
+        self.word_encoder = WordEncoder(encoder, mix_embedding_layer)
         self.input_dropout = nn.Dropout(input_dropout)
         self.lstm = BiLSTM(self.word_encoder.output_dim, lstm_hidden, num_layers=lstm_layers, dropout=dropout)
         encoded_dim = 2 * lstm_hidden
-        self.encoded_dropout = nn.Dropout(dropout)
+        self.encoded_dropout = (VariationalDropout if variational_dropout else nn.Dropout)(dropout)
         # ROOT is a learned vector in the LSTM's output space, as AllenNLP's head sentinel: the
         # LSTM never reads it, so sentence encodings do not depend on it.
         self.root = nn.Parameter(torch.randn(encoded_dim) * 0.02)
-        self.arc_dep_mlp = _mlp(encoded_dim, arc_dim, dropout)
-        self.arc_head_mlp = _mlp(encoded_dim, arc_dim, dropout)
-        self.label_dep_mlp = _mlp(encoded_dim, label_dim, dropout)
-        self.label_head_mlp = _mlp(encoded_dim, label_dim, dropout)
+        self.arc_dep_mlp = _mlp(encoded_dim, arc_dim, dropout, variational_dropout)
+        self.arc_head_mlp = _mlp(encoded_dim, arc_dim, dropout, variational_dropout)
+        self.label_dep_mlp = _mlp(encoded_dim, label_dim, dropout, variational_dropout)
+        self.label_head_mlp = _mlp(encoded_dim, label_dim, dropout, variational_dropout)
         # Biaffine arc scorer: dep·W·head + head·u (u scores how likely a word is to be a head at all;
         # a dependent-only term would be constant over candidate heads and cancel in the softmax).
         self.arc_weight = nn.Parameter(torch.empty(arc_dim, arc_dim))

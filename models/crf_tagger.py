@@ -108,10 +108,11 @@ class CrfTagger(nn.Module):
         lstm_layers: int = 2,
         lstm_dropout: float = 0.5,
         dropout: float = 0.5,
+        mix_embedding_layer: bool = True,
     ):
         super().__init__()
         self.labels = list(labels)
-        self.word_encoder = WordEncoder(encoder)
+        self.word_encoder = WordEncoder(encoder, mix_embedding_layer)
         self.dropout = nn.Dropout(dropout)
         features = self.word_encoder.output_dim
         self.lstm = None

@@ -1,8 +1,11 @@
 """Word-level features from a subword encoder, for the downstream parser and NER tagger.
 
 This is what AllenNLP's ``pretrained_transformer_mismatched`` embedder does in the reference
-evaluation (SPEC §H): run the encoder over [CLS] subwords [SEP], mix **all** hidden layers
-(embeddings included) with a learned scalar mix, and average each word's subword vectors.
+evaluation (SPEC §H): run the encoder over [CLS] subwords [SEP], mix its hidden layers with a
+learned scalar mix, and average each word's subword vectors. One difference by default: the mix
+here also takes the embedding layer's output (as µBERT's own XPOS head does in pretraining, SPEC
+§C), while AllenNLP's embedder mixes the transformer layers only (``hidden_states[1:]``);
+``mix_embedding_layer=False`` is the reference's mix.
 
 The encoder is any `transformers` model that returns hidden states (stock ``bert`` exports, µBERT
 with SLA, or an HF model path). An SLA encoder additionally gets the sentence's subword tree
@@ -51,10 +54,11 @@ def mean_pool_words(hidden: torch.Tensor, word_spans: torch.Tensor, word_mask: t
 class WordEncoder(nn.Module):
     """Subword encoder + scalar mix + mean pooling → one vector per word."""
 
-    def __init__(self, encoder: nn.Module):
+    def __init__(self, encoder: nn.Module, mix_embedding_layer: bool = True):
         super().__init__()
         self.encoder = encoder
-        self.scalar_mix = ScalarMix(encoder.config.num_hidden_layers + 1)
+        self.mix_embedding_layer = mix_embedding_layer
+        self.scalar_mix = ScalarMix(encoder.config.num_hidden_layers + int(mix_embedding_layer))
         # Syntax-guided attention (-G) brings its structural-probe loss, weighted α = gat_probe_weight
         # (SPEC §I: L = L_task + α(L_dist + L_depth)); its probes are fresh fine-tuning parameters.
         variant = attention_variant(getattr(encoder.config, "syntax_attention", None))
@@ -93,7 +97,8 @@ class WordEncoder(nn.Module):
             from .attention.syntax_gat import structural_probe_loss
 
             self.auxiliary_loss = structural_probe_loss(self.structural_probe, output.attention_outputs, attention_mask, self.probe_weight)
-        return mean_pool_words(self.scalar_mix(output.hidden_states), word_spans, word_mask)
+        layers = output.hidden_states if self.mix_embedding_layer else output.hidden_states[1:]
+        return mean_pool_words(self.scalar_mix(layers), word_spans, word_mask)
 
 
 def run_packed_lstm(lstm: nn.LSTM, words: torch.Tensor, word_mask: torch.Tensor) -> torch.Tensor:

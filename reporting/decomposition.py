@@ -1,4 +1,4 @@
-"""Where Wolof µB-M's missing LAS go (issue 14 item 1), from the cache: five encoders × four
+"""Where Wolof µB-M's missing LAS go (issue 14 item 1), from the cache: five encoders × five
 fine-tuning regimes (benchmarks/gpu/decomposition.libsonnet), and each factor's effect as a paired
 difference over the fine-tuning seeds the two cells share.
 
@@ -14,7 +14,9 @@ The factors, one at a time:
   paper − cpu (both at once, where no long cell is cached beside it) and paper − random-init
   (against no pretraining);
 * the fine-tuning regime, for each encoder: cpu_x2 − cpu (length alone), paper_tenth − cpu and
-  paper − paper_tenth.
+  paper − paper_tenth;
+* the head's fidelity to AllenNLP's: paper_tenth_reference − paper_tenth (the embedder's scalar mix
+  without the embedding layer; the parser's variational dropout).
 
 Beside each cell, the fine-tuning steps it ran and its best epoch (mean over seeds), from every
 seed's ``metrics.json``: how much of the paper regime's 60,000-step allowance early stopping used.
@@ -40,7 +42,7 @@ FOLDER = REPO / "benchmarks" / "gpu" / "decomposition"
 RECORD = "decomposition"  # the file stem
 DOCS = REPO / "docs" / "decomposition"  # the committed record (not under docs/tables: its cells are no paper table's)
 ENCODERS = ("random-init", "cpu", "cpu_relpos", "long", "paper")
-REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper")
+REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper_tenth_reference", "paper")
 TASKS = {"decomposition:ud": ("UD", "test LAS"), "decomposition:ner": ("NER", "test F1")}
 PAPER = {"decomposition:ud": 77.71, "decomposition:ner": 83.40}  # the paper's Wolof µB-M (Tables 2, 3)
 FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes each regime / encoder
@@ -52,6 +54,7 @@ FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes eac
     ("the paper's pretraining against none (paper − random-init)", ("paper", "*"), ("random-init", "*")),
     ("fine-tuning twice as long, 40 epochs (cpu_x2 − cpu regime)", ("*", "cpu_x2"), ("*", "cpu")),
     ("the paper's head and rates, 30 epochs (paper_tenth − cpu regime)", ("*", "paper_tenth"), ("*", "cpu")),
+    ("AllenNLP's embedder mix and dropout (paper_tenth_reference − paper_tenth)", ("*", "paper_tenth_reference"), ("*", "paper_tenth")),
     ("the full paper regime (paper − paper_tenth)", ("*", "paper"), ("*", "paper_tenth")),
 )
 EXTRA_FIELDS = ["steps_run", "best_epoch"]

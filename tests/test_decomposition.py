@@ -173,3 +173,23 @@ def test_the_committed_dev_curve_figure_keeps_its_cells_when_a_partial_cache_red
     figure.with_suffix(".json").unlink()
     before = figure.read_bytes()
     assert decomposition.draw_dev_curves({}, figure, keep_recorded=True) is None and figure.read_bytes() == before
+
+
+def test_the_reference_head_regime_changes_only_the_head():
+    """paper_tenth_reference is paper_tenth with reference_head set on each fine-tune, nothing else."""
+    from tango.common import Params
+
+    from reporting.tables import REPO
+
+    def steps(path):
+        return Params.from_file(REPO / path).as_dict()["steps"]
+
+    ours = steps("benchmarks/gpu/decomposition/wolof_paper_paper_tenth.jsonnet")
+    reference = steps("benchmarks/gpu/decomposition/wolof_paper_paper_tenth_reference.jsonnet")
+    assert set(ours) == set(reference)
+    for name, step in reference.items():
+        if step["type"] in ("finetune_ud_parser", "finetune_ner"):
+            assert step.pop("reference_head") is True and "reference_head" not in ours[name]
+        elif step["type"] == "score_cell":
+            assert (step.pop("scale"), ours[name].pop("scale")) == ("paper_tenth_reference", "paper_tenth")
+        assert step == ours[name], name

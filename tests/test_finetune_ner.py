@@ -172,7 +172,7 @@ def tiny_encoders(small_wolof_tokenizer, tmp_path_factory):
 
 def ner_step(encoder, paths, **overrides):
     settings = dict(epochs=5, patience=5, lstm_hidden=32, lstm_layers=1, encoder_lr=1e-3, lr=5e-3, max_length=128, seed=3)
-    step_args = {k: overrides.pop(k) for k in ("sla_parse", "corpus_parser", "num_threads") if k in overrides}
+    step_args = {k: overrides.pop(k) for k in ("sla_parse", "corpus_parser", "num_threads", "reference_head") if k in overrides}
     settings.update(overrides)
     return FinetuneNer(encoder=encoder, train=DataPath(str(paths["train"])), dev=DataPath(str(paths["dev"])),
                        test=DataPath(str(paths["test"])), config=NerConfig(**settings), **step_args)
@@ -236,3 +236,20 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_ends_identically(tiny_enco
     reference = ner_step(tiny_encoders["M"], wikiann_slice, num_threads=1, epochs=3).result(LocalWorkspace(tmp_path / "reference"))
     metrics = resumed_run_matches(lambda: ner_step(tiny_encoders["M"], wikiann_slice, num_threads=1, epochs=3), tmp_path / "w", 2, reference)
     assert metrics["resumed_from"] == [2] and metrics["epochs_run"] == 3
+
+
+def test_reference_head_mixes_the_transformer_layers_only_keyed_only_when_set(tiny_encoders, wikiann_slice, tmp_path):
+    """AllenNLP's embedder leaves the embedding layer out of the scalar mix; here only when asked."""
+    from models.crf_tagger import CrfTagger
+    from steps.pretrain.encoders import load_encoder
+
+    plain = ner_step(tiny_encoders["M"], wikiann_slice, epochs=1)
+    assert ner_step(tiny_encoders["M"], wikiann_slice, epochs=1, reference_head=False).unique_id == plain.unique_id
+    reference = ner_step(tiny_encoders["M"], wikiann_slice, epochs=1, reference_head=True, num_threads=1)
+    assert reference.unique_id != plain.unique_id
+    metrics = json.loads((reference.result(LocalWorkspace(tmp_path)) / "metrics.json").read_text())
+    assert metrics["reference_head"] is True and metrics["test"]["f1"] >= 0
+    encoder = load_encoder(tiny_encoders["M"])[0]
+    layers = TINY_MODEL["num_hidden_layers"]
+    assert CrfTagger(encoder, ["O"], mix_embedding_layer=False).word_encoder.scalar_mix.scalar_parameters.numel() == layers
+    assert CrfTagger(encoder, ["O"]).word_encoder.scalar_mix.scalar_parameters.numel() == layers + 1

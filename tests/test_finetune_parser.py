@@ -315,3 +315,62 @@ def test_exported_predictions_rescore_without_the_cache(trained, tmp_path):
     assert copied == ["predicted-dev.conllu", "predicted-test.conllu", "metrics.json"]
     assert not json.loads((destination / "metrics.json").read_text())["encoder"].startswith("/")
     assert rescore.main([str(tmp_path)]) == 0
+
+
+# --- the reference head (AllenNLP's embedder mix and variational dropout) -------------------------
+
+
+def test_variational_dropout_drops_the_same_features_at_every_position():
+    from models.biaffine_parser import VariationalDropout
+
+    torch.manual_seed(0)
+    dropout = VariationalDropout(0.4).train()
+    values = torch.rand(3, 7, 50) + 0.5  # no zeros of its own
+    dropped = dropout(values)
+    ratio = dropped / values
+    # Each (sentence, feature) is kept (×1/0.6) or dropped (0) at all 7 positions alike.
+    assert torch.allclose(ratio, ratio[:, :1, :].expand_as(ratio))
+    kept = ratio[:, 0, :]
+    assert torch.all((kept == 0) | torch.isclose(kept, torch.tensor(1 / 0.6)))
+    assert 0.2 < (kept == 0).float().mean() < 0.6  # about p of the features, per sentence
+    assert not torch.equal(kept[0], kept[1])  # its own mask per sentence
+    assert torch.equal(dropout.eval()(values), values)
+
+
+def test_reference_mix_leaves_the_embedding_layer_out(plain_encoder):
+    """mix_embedding_layer=False mixes hidden_states[1:] (AllenNLP's embedder); the default all of them."""
+    from models.word_encoder import WordEncoder
+    from steps.pretrain.encoders import load_encoder
+
+    encoder, _ = load_encoder(plain_encoder)
+    encoder.eval()
+    batch = dict(input_ids=torch.tensor([[1, 7, 8, 9, 2]]), attention_mask=torch.ones(1, 5, dtype=torch.long),
+                 word_spans=torch.tensor([[[1, 1], [2, 3]]]), word_mask=torch.tensor([[True, True]]))
+    hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True).hidden_states
+    for mix_embeddings, layers in ((True, hidden), (False, hidden[1:])):
+        words = WordEncoder(encoder, mix_embedding_layer=mix_embeddings)
+        assert words.scalar_mix.scalar_parameters.numel() == len(layers) == TINY_MODEL["num_hidden_layers"] + int(mix_embeddings)
+        with torch.no_grad():
+            words.scalar_mix.scalar_parameters.copy_(torch.arange(len(layers), dtype=torch.float))
+            words.scalar_mix.gamma.fill_(2.0)
+        weights = torch.softmax(torch.arange(len(layers), dtype=torch.float), 0)
+        mixed = 2.0 * sum(w * layer for w, layer in zip(weights, layers))
+        expected = torch.stack([mixed[0, 1], mixed[0, 2:4].mean(0)])[None]  # word 2 = subwords 2-3, averaged
+        assert torch.allclose(words(**batch), expected, atol=1e-6)
+
+
+def test_reference_head_is_keyed_only_when_set_and_recorded(plain_encoder, treebank_slice, tmp_path):
+    from models.biaffine_parser import VariationalDropout
+
+    plain = make_step(plain_encoder, treebank_slice)
+    assert make_step(plain_encoder, treebank_slice, reference_head=False).unique_id == plain.unique_id
+    reference = make_step(plain_encoder, treebank_slice, reference_head=True, config={"epochs": 1})
+    assert reference.unique_id != make_step(plain_encoder, treebank_slice, config={"epochs": 1}).unique_id
+    metrics = json.loads((reference.result(LocalWorkspace(tmp_path)) / "metrics.json").read_text())
+    assert metrics["reference_head"] is True and metrics["best_epoch"] is not None
+    # The model it built: variational dropout on the LSTM output and the MLPs, the mix without embeddings.
+    from steps.pretrain.encoders import load_encoder
+
+    parser = BiaffineDependencyParser(load_encoder(plain_encoder)[0], 3, variational_dropout=True, mix_embedding_layer=False)
+    assert isinstance(parser.encoded_dropout, VariationalDropout) and isinstance(parser.arc_dep_mlp[2], VariationalDropout)
+    assert not isinstance(BiaffineDependencyParser(load_encoder(plain_encoder)[0], 3).encoded_dropout, VariationalDropout)

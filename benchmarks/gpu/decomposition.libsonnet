@@ -10,6 +10,8 @@
 //            cpu_x2       ours: the cpu regime twice as long (40 epochs, patience 20); 3 seeds, 2-core cells
 //            paper_tenth  ours, a stand-in: the paper's head and rates, 30 epochs of 200 batches, patience 10
 //            paper        SPEC §H: 3×400 BiLSTM, up to 300 epochs of 200 batches, patience 50
+//            paper_tenth_reference  paper_tenth with AllenNLP's head where ours differs: the embedder's
+//                         scalar mix without the embedding layer, and (parser) variational dropout
 // Each fine-tuning step is the cache entry of the file it comes from (benchmarks/seeds, gpu/*): only
 // the score cells are new, relabelled table "decomposition:ud" / ":ner", row <encoder>, scale <regime>
 // (reporting.report "Where the Wolof gap is").

@@ -6,7 +6,8 @@
 //   fine-tuning  `regime`: "paper" (SPEC §H: 3×400 BiLSTM, 300 epochs of 200 batches, patience 50)
 //                or "paper_tenth" (ours, an intermediate stand-in: the paper's head and rates, 30
 //                epochs, patience 10), "cpu" (the cpu scale's own) or "cpu_x2" (ours: the cpu regime
-//                twice as long, 40 epochs, patience 20); by default each task's `chosen` regime.
+//                twice as long, 40 epochs, patience 20), "paper_tenth_reference" (paper_tenth with
+//                AllenNLP's embedder mix and dropout); by default each task's `chosen` regime.
 //                One CPU thread per fine-tune, so `tango run -j` fills a machine
 //   levers       GPU speed levers of pretrain_microbert from levers.json, which `campaign.py levers` writes
 //                from the lever benchmark ({}: none; e.g. { precision: "bf16", fused_optimizer: true });
@@ -24,6 +25,9 @@ local regimes = {
   cpu: { ud: {}, ner: {}, threads: null },  // the cpu scale's own fine-tuning (the decomposition's first column)
   // Fine-tuning length alone: dev LAS still rises at the cpu regime's 20th epoch.
   cpu_x2: { ud: { epochs: 40, patience: 20 }, ner: { epochs: 40, patience: 20 }, threads: null },
+  // paper_tenth with AllenNLP's head where ours differs: the embedder's mix without the embedding
+  // layer, and (parser) variational dropout; a step argument, keyed only when set.
+  paper_tenth_reference: self.paper_tenth + { step: { reference_head: true } },
 };
 
 // Each task's regime with the best dev figure for the paper-scale µB-M among those measured (issue 14
@@ -33,9 +37,12 @@ local per_task(regime) = if regime == null then chosen else { ud: regime, ner: r
 
 // The fine-tuning regime alone, on any cell's steps (threads: where it runs, not in the cache key).
 local threads(regime) = if regimes[regime].threads == null then {} else { num_threads: regimes[regime].threads };
+local step_arguments(regime) = std.get(regimes[regime], "step", {});
 local finetuning(step, by_task, thread_override={}) =
-  if step.type == "finetune_ud_parser" then step + { config+: regimes[by_task.ud].ud } + threads(by_task.ud) + thread_override
-  else if step.type == "finetune_ner" then step + { config+: regimes[by_task.ner].ner } + threads(by_task.ner) + thread_override
+  if step.type == "finetune_ud_parser" then
+    step + { config+: regimes[by_task.ud].ud } + step_arguments(by_task.ud) + threads(by_task.ud) + thread_override
+  else if step.type == "finetune_ner" then
+    step + { config+: regimes[by_task.ner].ner } + step_arguments(by_task.ner) + threads(by_task.ner) + thread_override
   else step;
 
 // M's fastest combination in the lever benchmark, written by `campaign.py levers`; they re-key pretraining.

@@ -252,7 +252,8 @@ class FinetuneNer(Step):
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
     SELECTION_METRIC = "dev_f1"  # dev span F1 selects the epoch whose weights are kept; reporting.cache reads it too
-    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None}
+    # reference_head: AllenNLP's embedder mix, the transformer layers only (models.word_encoder); keyed only when set.
+    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None, "reference_head": False}
 
     def run(  # type: ignore[override]
         self,
@@ -268,10 +269,11 @@ class FinetuneNer(Step):
         checkpoint_every: int = 1,
         syntax_gat: Optional[Dict[str, Any]] = None,
         wandb: WandbSetting = None,
+        reference_head: bool = False,
     ) -> Path:
         with torch_threads(num_threads), tracked_run(self, wandb, "ner", {"training": asdict(config)}, config.seed) as tracker:
             return summarize(tracker, self._finetune(encoder, train, dev, test, sla_parse, corpus_parser, config, device,
-                                                     checkpoint_every, syntax_gat, tracker))
+                                                     checkpoint_every, syntax_gat, tracker, reference_head))
 
     def _features(self, tokenizer, splits: Dict[str, List[NerSentence]], max_length: int, parser_dir: Optional[Path],
                   with_upos: bool = False):
@@ -292,7 +294,8 @@ class FinetuneNer(Step):
         return features
 
     def _finetune(self, encoder_source, train_path, dev_path, test_path, sla_parse, parser_dir, config: NerConfig, device,
-                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker()):
+                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker(),
+                  reference_head: bool = False):
         start = time.perf_counter()
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         splits = {"train": read_bio(train_path.resolve()), "dev": read_bio(dev_path.resolve()), "test": read_bio(test_path.resolve())}
@@ -320,7 +323,8 @@ class FinetuneNer(Step):
         from models.crf_tagger import CrfTagger
 
         torch.manual_seed(derived_seed(config.seed, "init"))
-        model = CrfTagger(encoder, labels, config.lstm_hidden, config.lstm_layers, config.lstm_dropout, config.dropout).to(device)
+        model = CrfTagger(encoder, labels, config.lstm_hidden, config.lstm_layers, config.lstm_dropout, config.dropout,
+                          mix_embedding_layer=not reference_head).to(device)
         encoder_parameters = list(model.word_encoder.encoder.parameters())
         if config.encoder_lr == 0:
             for parameter in encoder_parameters:
@@ -340,6 +344,7 @@ class FinetuneNer(Step):
             "encoder": cached_location(encoder_source),
             "sla_parse": sla_parse if attention_needs_parse(encoder.config) else None,
             "syntax_gat": syntax_gat,
+            "reference_head": reference_head,
             "labels": labels,
             "training": asdict(config),
             "sentences": {name: len(s) for name, s in splits.items()},

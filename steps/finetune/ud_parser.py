@@ -160,7 +160,9 @@ class FinetuneUdParser(Step):
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every", "wandb"}
     SELECTION_METRIC = "las"  # dev LAS (the paper's metric) selects the epoch whose weights are kept; reporting.cache reads it too
-    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None}
+    # reference_head: AllenNLP's embedder mix (transformer layers only) and its variational dropout
+    # (models.biaffine_parser); keyed only when set, so every cell without it keeps its key.
+    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None, "reference_head": False}
 
     def run(  # type: ignore[override]
         self,
@@ -176,10 +178,11 @@ class FinetuneUdParser(Step):
         checkpoint_every: int = 1,
         syntax_gat: Optional[Dict[str, Any]] = None,
         wandb: WandbSetting = None,
+        reference_head: bool = False,
     ) -> Path:
         with torch_threads(num_threads), tracked_run(self, wandb, "ud_parser", {"training": asdict(config)}, config.seed) as tracker:
             return summarize(tracker, self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device,
-                                                     checkpoint_every, syntax_gat, tracker))
+                                                     checkpoint_every, syntax_gat, tracker, reference_head))
 
     # ------------------------------------------------------------------------------------------
 
@@ -203,7 +206,8 @@ class FinetuneUdParser(Step):
         return splits
 
     def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device,
-                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker()) -> Path:
+                  checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker(),
+                  reference_head: bool = False) -> Path:
         from models.biaffine_parser import BiaffineDependencyParser
 
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -235,6 +239,7 @@ class FinetuneUdParser(Step):
         model = BiaffineDependencyParser(
             encoder, len(labels), lstm_hidden=config.lstm_hidden, lstm_layers=config.lstm_layers, arc_dim=config.arc_dim,
             label_dim=config.label_dim, dropout=config.dropout, input_dropout=config.input_dropout,
+            variational_dropout=reference_head, mix_embedding_layer=not reference_head,
         ).to(device)
         encoder_params = list(model.word_encoder.encoder.parameters())
         encoder_ids = {id(p) for p in encoder_params}
@@ -282,7 +287,7 @@ class FinetuneUdParser(Step):
             "task": "ud_parsing", "primary_metric": "las", "seed": config.seed, "encoder": cached_location(source),
             "encoder_config": {k: getattr(encoder.config, k, None) for k in
                                ("model_type", "syntax_attention", "hidden_size", "num_hidden_layers", "vocab_size")},
-            "sla_parse": (sla_parse if needs_parse else "n/a"), "syntax_gat": syntax_gat,
+            "sla_parse": (sla_parse if needs_parse else "n/a"), "syntax_gat": syntax_gat, "reference_head": reference_head,
             "training": asdict(config), "labels": labels,
             "sentences": {name: len(split) for name, split in splits.items()},
             "parameters": sum(p.numel() for p in model.parameters()),
