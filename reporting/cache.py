@@ -266,7 +266,8 @@ def format_unfinished(entries: Sequence[Unfinished]) -> str:
     for e in entries:
         total = "?" if e.total is None else f"{e.total:,}"
         progress = f"{e.unit} {e.done:,}/{total}" + (f" ({e.steps:,} steps)" if e.unit == "epoch" else "")
-        best = (f"best dev {e.metric} {_figure(e.best)} at {e.unit} {e.best_at:,}, last {_figure(e.last)}"
+        metric = e.metric.removeprefix("dev_") if e.metric else e.metric
+        best = (f"best dev {metric} {_figure(e.best)} at {e.unit} {e.best_at:,}, last {_figure(e.last)}"
                 if e.best is not None else "no dev figure yet")
         patience = f", patience {e.patience}" if e.patience else ""
         lines.append(f"  {e.unique_id}  {e.state}  {e.language or '?'}  {e.condition or '?'}  {e.scale or '?'}  seed {e.seed}  "
