@@ -60,6 +60,22 @@ def test_pack_and_unpack_round_trip_the_new_cache_entries(tmp_path):
     assert (tmp_path / "here" / "cache" / "Pretrain-002-b" / "data.bin").read_bytes() == (cache / "Pretrain-002-b" / "data.bin").read_bytes()
 
 
+def test_a_stopped_entry_whose_checkpoint_is_too_big_to_bring_back_stays(tmp_path, capsys):
+    """A paper-regime parser's checkpoint (~190 MB) would overflow the 8 parts a call brings back:
+    that entry stays in the machine's workspace (resumed by the next call there) and the rest come back."""
+    cache = tmp_path / "gpu" / "cache"
+    for name, size, finished in (("Finetune-003-big", 3000, False), ("Pretrain-002-small", 100, False), ("Score-001-done", 100, True)):
+        (cache / name / "work").mkdir(parents=True)
+        (cache / name / "work" / "checkpoint.pt").write_bytes(b"x" * size)
+        if finished:
+            (cache / name / "cache-metadata.json").write_text("{}")
+    campaign.pack(tmp_path / "gpu", tmp_path / "out", 0.0, stopped_limit=1000)
+    assert "Finetune-003-big stays on this machine" in capsys.readouterr().out
+    campaign.unpack(tmp_path / "out", tmp_path / "here")
+    assert sorted(p.name for p in (tmp_path / "here" / "cache").iterdir()) == ["Pretrain-002-small", "Score-001-done"]
+    assert (cache / "Finetune-003-big" / "work" / "checkpoint.pt").stat().st_size == 3000  # untouched there
+
+
 def test_paper_scale_files_reuse_the_cpu_corpus_parser_and_take_the_whole_corpus():
     from tango.common import Params
     from tango.step_graph import StepGraph

@@ -13,8 +13,10 @@
 #   pace=CELL,...      each cell's real pretraining loop for 3,000 steps (benchmarks/gpu/pace.py, nothing
 #                      kept): steps/s and the projected full run, the speed bars' figures in ~1-2 min each
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
-#   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init;
-#                      mxpt_sla also needs the corpus parser, 75 MB, over the carry limit)
+#   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init, or
+#                      an experiment file such as benchmarks/gpu/decomposition/wolof_paper_paper.jsonnet;
+#                      mxpt_sla also needs the corpus parser, 75 MB, over the carry limit). A fine-tune
+#                      stopped with a checkpoint over 32 MiB stays on the machine: call again while warm
 # Default: levers pretrain=m pretrain=mxpt_sla. What travels (.whl/, .carry/cache/, shared/data/wolof/)
 # is prepared here by benchmarks/gpu/prepare_carry.sh.
 # Device tool: command "bash benchmarks/gpu/allocation.sh 520 ...", carry [".whl", ".carry"].
@@ -32,7 +34,8 @@ cp -r .carry/cache/. workspace/cache/
 since=$(date +%s)  # entries touched after this are what comes back
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/logs/gpu.csv"
 campaign() { python3 benchmarks/gpu/campaign.py "$@"; }
-cells() { for cell in ${1//,/ }; do echo "benchmarks/gpu/wolof_${cell}_paper_scale.jsonnet"; done; }
+# A cell name (m, mxpt_sla, random_init) is its Wolof paper-scale file; a path ending in .jsonnet is itself.
+cells() { for cell in ${1//,/ }; do case $cell in *.jsonnet) echo "$cell" ;; *) echo "benchmarks/gpu/wolof_${cell}_paper_scale.jsonnet" ;; esac; done; }
 for part in $parts; do
   budget=$(left 40)
   if [ "$budget" -lt 30 ]; then echo "allocation: no time left for $part"; break; fi

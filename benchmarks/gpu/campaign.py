@@ -10,7 +10,8 @@ the same phase again), 1 a step failed.
     data            corpus parser (cpu scale), parse of the whole corpus, vocabulary, rows (here, on 2 cores: ~12 min)
     pretrain $OUT   µB-M and µB-MXPT-SLA side by side (--files one of them for a clean wall time)
     finetune $OUT   every fine-tuning step (3 encoders x 5 seeds x UD, NER) in about --jobs processes, then the scores
-    pack $OUT       the cache entries written since --since as <= 8 parts of <= 15 MiB (finished ones without their checkpoints)
+    pack $OUT       the cache entries written since --since as <= 8 parts of <= 15 MiB (finished ones without their checkpoints;
+                    a stopped one with it up to 32 MiB, else it stays on the machine and resumes there on the next call)
     unpack DIR      back here: the parts into ./workspace/cache, where `tango run` of the same files finds them
 
 The machine needs only what the steps read: pretrain and finetune run the named steps through
@@ -217,11 +218,28 @@ def set_compile_levers(enabled: bool, levers_file: Optional[Path] = None) -> dic
     return levers
 
 
-def pack(workspace: Path, out: Path, since: float) -> List[Path]:
+# A stopped entry travels with its checkpoint up to this size: a µBERT pretraining's (~20 MB) does;
+# a paper-regime parser's (~190 MB: weights, best weights, Adam state) would take more than the
+# 8 parts a call brings back, so it stays in the machine's workspace and resumes there on the next
+# call while the machine is warm (ignored paths persist between calls).
+STOPPED_LIMIT = 32 * 2**20
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0
+
+
+def pack(workspace: Path, out: Path, since: float, stopped_limit: int = STOPPED_LIMIT) -> List[Path]:
     """Cache entries written after `since`, tarred and cut into parts: a finished entry without its
-    work folder, an unfinished one (a stopped pretraining) with it."""
+    work folder, an unfinished one (a stopped pretraining) with it, unless that folder is over
+    `stopped_limit` bytes: then the entry stays behind, named in the output."""
     cache = workspace / "cache"
     entries = sorted(p for p in cache.iterdir() if p.is_dir() and p.stat().st_mtime >= since) if cache.is_dir() else []
+    staying = [e for e in entries if not (e / "cache-metadata.json").is_file() and _size(e / "work") > stopped_limit]
+    for entry in staying:
+        print(f"campaign: {entry.name} stays on this machine (stopped, checkpoint {_size(entry / 'work') / 2**20:.0f} MiB): "
+              "the next call resumes it while the machine is warm", flush=True)
+    entries = [e for e in entries if e not in staying]
     out.mkdir(parents=True, exist_ok=True)
     archive = out / "campaign.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:

@@ -5,8 +5,9 @@
 #   shared/data/LANGUAGE/ the language's data (step IDs hash the files, so all of it travels)
 # Usage: bash benchmarks/gpu/prepare_carry.sh [WORKSPACE [LANGUAGE [CELL:STEP ...]]]
 # CELL:STEP names a step of benchmarks/gpu/LANGUAGE_CELL_paper_scale.jsonnet (its ID from
-# tests/data/step_ids.json); default m:tokenizer m:pretraining_data. Add m:pretrained_model for
-# finetune=m, or a stopped entry to resume. Then: device tool, carry [".whl", ".carry"].
+# tests/data/step_ids.json), or FILE.jsonnet:STEP any experiment file's; default m:tokenizer
+# m:pretraining_data. Add m:pretrained_model for finetune=m, or a stopped entry to resume (one that
+# fits the carry: a paper-regime parser's checkpoint does not). Then: device tool, carry [".whl", ".carry"].
 set -eu
 workspace=${1:-workspace}
 language=${2:-wolof}
@@ -21,7 +22,7 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl sqlitedict==2.1.0 seqeval==1.2.2  # source-only on PyPI
 rm -rf "shared/data/$language" && cp -r "${SIB_DATA_ROOT:-../shared/data}/$language" shared/data/
 for entry in $entries; do
-  id=$(python3 -c 'import json, sys; print(json.load(open("tests/data/step_ids.json"))[f"benchmarks/gpu/{sys.argv[1]}_{sys.argv[2]}_paper_scale.jsonnet"][sys.argv[3]])' \
+  id=$(python3 -c 'import json, sys; lang, cell, step = sys.argv[1:]; f = cell if cell.endswith(".jsonnet") else f"benchmarks/gpu/{lang}_{cell}_paper_scale.jsonnet"; print(json.load(open("tests/data/step_ids.json"))[f][step])' \
        "$language" "${entry%%:*}" "${entry#*:}")
   rm -rf ".carry/cache/$id" && cp -r "$workspace/cache/$id" .carry/cache/ && rm -f ".carry/cache/$id/lock"
   echo "prepare_carry: $entry = $id"
