@@ -355,7 +355,8 @@ def tables_section(cells, problems) -> str:
     """The paper tables as `python -m reporting.tables` builds them (a record cell marked †)."""
     files = tables.table_files()
     body = markdown_summary(cells) or NOTHING
-    note = (f"Built from {len(files)} experiment files (experiments/ and benchmarks/seeds/: a cell shows its cached "
+    note = (f"Built from {len(files)} experiment files (experiments/, benchmarks/seeds/ and the paper-scale files of "
+            f"benchmarks/gpu/, whose scale is gpu-<the task's fine-tuning regime>: a cell shows its cached "
             f"result with the most seeds) by `python -m reporting.tables` (full tables, LaTeX, CSV "
             f"and Δ-vs-µB-M plots in `docs/tables/`); ours first, the paper's value beside it. Under each table: "
             f"each condition's difference from µB-M, mean ± 95 % t-interval over the seeds both were fine-tuned with "

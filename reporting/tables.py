@@ -120,11 +120,15 @@ def paper_values(paper: dict, table: str) -> Tuple[List[str], List[str], Dict[st
 
 
 TABLE_FOLDERS = ("experiments", "benchmarks/seeds")
+# The paper-scale cells (issue 14), scale "gpu-<regime>": their own tables beside the cpu ones.
+PAPER_SCALE_FILES = "benchmarks/gpu/*_paper_scale.jsonnet"
 
 
 def table_files() -> List[Path]:
-    """The files whose cells make the paper tables: experiments/ (one seed) and benchmarks/seeds/."""
-    return [path for folder in TABLE_FOLDERS for path in sorted((REPO / folder).rglob("*.jsonnet"))]
+    """The files whose cells make the paper tables: experiments/ (one seed), benchmarks/seeds/ and
+    the paper-scale files of benchmarks/gpu/ (not its decomposition grid, which has its own table)."""
+    return ([path for folder in TABLE_FOLDERS for path in sorted((REPO / folder).rglob("*.jsonnet"))]
+            + sorted(REPO.glob(PAPER_SCALE_FILES)))
 
 
 def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path,
@@ -708,7 +712,7 @@ def table1_markdown() -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("experiments", nargs="*", type=Path, help="experiment files (default: experiments/ and benchmarks/seeds/, **/*.jsonnet)")
+    parser.add_argument("experiments", nargs="*", type=Path, help="experiment files (default: experiments/, benchmarks/seeds/ and benchmarks/gpu/*_paper_scale.jsonnet)")
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
     parser.add_argument("--out", type=Path, help="output folder (default: <workspace>/tables; docs/tables with --update-docs)")
     parser.add_argument("--update-docs", action="store_true",

@@ -263,3 +263,14 @@ def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path
     summary = tables.related_summary(tables.merge_record(later, record))
     assert summary.count("### Related biases") == 1 and summary.count("### MLM accuracy") == 1
     assert tables.related_summary([tables.Cell(c.table, "cpu", c.row, "wolof") for c in cached]) == ""
+
+
+def test_the_paper_scale_files_make_their_own_tables_and_the_grid_does_not():
+    """benchmarks/gpu/*_paper_scale.jsonnet are table files (scale gpu-<regime>); the decomposition
+    grid and the long-pretraining cells are not (they have their own table and the seed-noise rows)."""
+    from reporting import tables
+
+    names = {path.relative_to(tables.REPO).as_posix() for path in tables.table_files()}
+    assert {"benchmarks/gpu/wolof_m_paper_scale.jsonnet", "benchmarks/gpu/wolof_random_init_paper_scale.jsonnet",
+            "benchmarks/gpu/wolof_mxpt_sla_paper_scale.jsonnet", "experiments/wolof_m.jsonnet"} <= names
+    assert not any(name.startswith("benchmarks/gpu/decomposition/") or "long_pretraining" in name for name in names)
