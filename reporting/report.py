@@ -326,7 +326,7 @@ def seed_noise_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
 
 def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path] = None,
                           report_dir: Optional[Path] = None, keep_record: bool = False) -> str:
-    """Four encoders × four fine-tuning regimes on Wolof, each factor alone (reporting.decomposition);
+    """Five encoders × five fine-tuning regimes on Wolof, each factor alone (reporting.decomposition);
     with ``curves_dir``, the cells' dev curves drawn there (kept when this cache has none) and linked."""
     from reporting import decomposition
 
