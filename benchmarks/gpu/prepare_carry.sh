@@ -18,7 +18,9 @@ mkdir -p .whl .carry/cache shared/data
 platforms="--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $platforms -d .whl \
   ai2-tango==1.3.2 base58==2.1.1 click==8.1.3 click-help-colors==0.9.4 conllu==6.0.0 dill==0.4.1 petname==2.9 \
-  pytz==2026.6 rjsonnet==0.5.6 pytorch-crf==0.7.2 rich==13.9.4
+  pytz==2026.6 rjsonnet==0.5.6 pytorch-crf==0.7.2 rich==13.9.4 \
+  stanza==1.15.0 emoji==2.16.0 protobuf==7.36.2 orjson==3.13.0 platformdirs==4.14.8 \
+  udtools==0.2.9 udapi==0.5.2 regex==2026.5.9 colorama==0.4.6 termcolor==3.3.0  # fine-tuning: MST decoding, udeval
 python3 -m pip wheel -q --no-deps --no-build-isolation -w .whl sqlitedict==2.1.0 seqeval==1.2.2  # source-only on PyPI
 rm -rf "shared/data/$language" && cp -r "${SIB_DATA_ROOT:-../shared/data}/$language" shared/data/
 for entry in $entries; do
