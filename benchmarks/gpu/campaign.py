@@ -225,21 +225,20 @@ def set_compile_levers(enabled: bool, levers_file: Optional[Path] = None) -> dic
 STOPPED_LIMIT = 32 * 2**20
 
 
-def _size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0
-
-
 def pack(workspace: Path, out: Path, since: float, stopped_limit: int = STOPPED_LIMIT) -> List[Path]:
     """Cache entries written after `since`, tarred and cut into parts: a finished entry without its
     work folder, an unfinished one (a stopped pretraining) with it, unless that folder is over
     `stopped_limit` bytes: then the entry stays behind, named in the output."""
     cache = workspace / "cache"
     entries = sorted(p for p in cache.iterdir() if p.is_dir() and p.stat().st_mtime >= since) if cache.is_dir() else []
-    staying = [e for e in entries if not (e / "cache-metadata.json").is_file() and _size(e / "work") > stopped_limit]
-    for entry in staying:
-        print(f"campaign: {entry.name} stays on this machine (stopped, checkpoint {_size(entry / 'work') / 2**20:.0f} MiB): "
-              "the next call resumes it while the machine is warm", flush=True)
-    entries = [e for e in entries if e not in staying]
+    from reporting.cache import folder_size
+
+    stopped = {e: folder_size(e / "work") for e in entries if not (e / "cache-metadata.json").is_file()}
+    for entry, size in stopped.items():
+        if size > stopped_limit:
+            print(f"campaign: {entry.name} stays on this machine (stopped, checkpoint {size / 2**20:.0f} MiB): "
+                  "the next call resumes it while the machine is warm", flush=True)
+    entries = [e for e in entries if stopped.get(e, 0) <= stopped_limit]
     out.mkdir(parents=True, exist_ok=True)
     archive = out / "campaign.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
