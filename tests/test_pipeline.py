@@ -173,7 +173,7 @@ def test_cache_ls_lists_every_encoder_and_cell_of_the_smoke_cell(smoke_workspace
     assert {(c["task"], c["condition"], c["seed"]) for c in listed["cells"]} == {("ud_parsing", "M", 42), ("ner", "M", 42)}
 
 
-def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(smoke_workspace):
+def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(smoke_workspace, monkeypatch):
     """benchmarks/gpu/pace.py: a few steps of the smoke file's own pretraining config (inputs from
     the cache, nothing kept), paced per window after the first, projected to the configured length."""
     from benchmarks.gpu.pace import measure_pace, window_paces
@@ -190,3 +190,13 @@ def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(
     assert window_paces([{"train_tokens": 100, "tokens_per_second": 50.0}, {"train_tokens": 300, "tokens_per_second": 400.0}], 4) == [2.0, 8.0]
     with pytest.raises(SystemExit, match="multiple of --window"):
         measure_pace(REPO / "experiments/smoke/wolof_m.jsonnet", steps=5, window=2, workspace_dir=workspace)
+    # Overrides reach the step (a compiled stand-in here); --without-compile overrides both compile levers with None.
+    compiled = measure_pace(REPO / "experiments/smoke/wolof_m.jsonnet", steps=4, window=2, workspace_dir=workspace,
+                            overrides={"compile_encoder": {"backend": "eager"}})
+    assert compiled["levers"]["compile_encoder"] == {"backend": "eager"}
+    import benchmarks.gpu.pace as pace
+    seen = []
+    monkeypatch.setattr(pace, "measure_pace", lambda *args, overrides=None: seen.append(overrides) or {**record, "condition": "M"})
+    assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--without-compile"]) == 0
+    assert pace.main(["experiments/smoke/wolof_m.jsonnet"]) == 0
+    assert seen == [{"compile_encoder": None, "compile_objectives": None}, None]

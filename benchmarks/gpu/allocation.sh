@@ -12,6 +12,7 @@
 #                      is left as it is
 #   pace=CELL,...      each cell's real pretraining loop for 3,000 steps (benchmarks/gpu/pace.py, nothing
 #                      kept): steps/s and the projected full run, the speed bars' figures in ~1-2 min each
+#   pace-eager=CELL,...  the same without torch.compile (no compile in the call's time; an eager ratio)
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
 #   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init, or
 #                      an experiment file such as benchmarks/gpu/decomposition/wolof_paper_paper.jsonnet;
@@ -55,9 +56,10 @@ for part in $parts; do
         --warmup 5 --conditions M MXPT-SLA --parse-in-loader --optimizer fused --compile none reduce-overhead --compile-objectives \
         --json "$OUT/logs/gpu_pretrain_step_ratio.json" > "$OUT/logs/ratio.log" 2>&1
       tail -12 "$OUT/logs/ratio.log" ;;
-    pace=*)
-      timeout "$budget" python3 benchmarks/gpu/pace.py $(cells "${part#pace=}") --steps 3000 --window 500 -w workspace \
-        --json "$OUT/logs/gpu_pace.jsonl" > "$OUT/logs/pace.log" 2>&1
+    pace=*|pace-eager=*)
+      eager=$([ "${part%%=*}" = pace-eager ] && echo --without-compile)
+      timeout "$budget" python3 benchmarks/gpu/pace.py $(cells "${part#*=}") --steps 3000 --window 500 -w workspace $eager \
+        --json "$OUT/logs/gpu_pace.jsonl" >> "$OUT/logs/pace.log" 2>&1
       grep -a "^pace:" "$OUT/logs/pace.log" || tail -12 "$OUT/logs/pace.log" ;;
     pretrain=*)
       campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$budget"

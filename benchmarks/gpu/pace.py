@@ -8,7 +8,8 @@ inputs (pretraining data, tokenizer) come from the real workspace's cache. The f
 the compiles and the loader's start; the pace is the median of the later windows (steps over the
 training seconds of each window, validation excluded), and the projection is the configured
 ``max_steps`` at that pace: the figure the "≤ 5 minutes on one GPU" bar is about, measured in a
-minute instead of a whole run. Nothing it trains is kept.
+minute instead of a whole run. Nothing it trains is kept. ``--without-compile`` drops the
+torch.compile levers (a like-for-like eager ratio of two conditions, without their compile times).
 """
 from __future__ import annotations
 
@@ -87,9 +88,12 @@ def main(argv=None) -> int:
     parser.add_argument("--window", type=int, default=500)
     parser.add_argument("-w", "--workspace", type=Path, help="the workspace whose cache holds the inputs (default: tango.yml's)")
     parser.add_argument("--json", type=Path, help="append one JSON line per file here")
+    parser.add_argument("--without-compile", action="store_true",
+                        help="the file's levers less torch.compile (encoder and P/T losses): eager paces, no compile in the first window")
     args = parser.parse_args(argv)
+    overrides = {"compile_encoder": None, "compile_objectives": None} if args.without_compile else None
     for experiment in args.experiments:
-        record = measure_pace(experiment, args.steps, args.window, args.workspace)
+        record = measure_pace(experiment, args.steps, args.window, args.workspace, overrides=overrides)
         print(f"pace: {record['condition']} on {record['device']}: {record['steps_per_second']:.1f} steps/s after the first window "
               f"(windows: {', '.join(f'{p:.0f}' for p in record['window_steps_per_second'])}); "
               f"{record['full_run_steps']} steps would take {record['full_run_minutes']:.2f} min", flush=True)
