@@ -95,11 +95,15 @@ def graph_labels(graphs: Sequence[FileGraph]) -> Dict[str, Dict[str, Any]]:
     labels: Dict[str, Dict[str, Any]] = {}
     for graph in graphs:
         cell = graph.cells[0] if graph.cells else {}
+        # A file whose tasks run at different scales (benchmarks/gpu: UD and NER each under its own
+        # regime) says each fine-tune's scale through the cell that scores it.
+        scored_in = {unique_id: scored for scored in graph.cells for unique_id in scored.get("finetuned", ())}
         for _, unique_id in graph.steps.values():
             entry = labels.setdefault(unique_id, {"experiments": []})
             entry["experiments"].append(graph.path)
+            own = scored_in.get(unique_id, cell)
             for key, value in (("language", cell.get("column")), ("condition", cell.get("row")),
-                               ("scale", cell.get("scale") or scale_label(graph.path))):
+                               ("scale", own.get("scale") or scale_label(graph.path))):
                 if value is not None:
                     entry.setdefault(key, value)
     return labels

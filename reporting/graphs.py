@@ -14,11 +14,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENT_FOLDERS = ("experiments", "benchmarks")
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 
 @dataclass
@@ -27,7 +27,8 @@ class FileGraph:
 
     path: str
     steps: Dict[str, List[str]] = field(default_factory=dict)
-    cells: List[Dict[str, str]] = field(default_factory=list)  # step, unique_id, table, scale, row, column
+    # step, unique_id, table, scale, row, column, and finetuned: the unique ids of the steps its seeds score
+    cells: List[Dict[str, Any]] = field(default_factory=list)
     error: Optional[str] = None
 
 
@@ -96,9 +97,11 @@ def build_graph(path: Path) -> FileGraph:
     for name, step in sorted(graph.items()):
         graph_record.steps[name] = [step.class_name, step.unique_id]
         if isinstance(step, AggregateCell):
-            first_score = step.kwargs["scores"][0]
+            scores = step.kwargs["scores"]
             graph_record.cells.append(dict(step=name, unique_id=step.unique_id,
-                                           **{k: first_score.kwargs[k] for k in ("table", "scale", "row", "column")}))
+                                           **{k: scores[0].kwargs[k] for k in ("table", "scale", "row", "column")},
+                                           finetuned=[score.kwargs["finetuned"].unique_id for score in scores
+                                                      if hasattr(score.kwargs.get("finetuned"), "unique_id")]))
     return graph_record
 
 

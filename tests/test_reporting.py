@@ -99,6 +99,20 @@ def test_scale_of_a_real_corpus_step(tmp_path):
     assert [g.steps for g in load_graphs(files, tmp_path)] == [g.steps for g in graphs]
 
 
+def test_a_fine_tune_takes_the_scale_of_the_cell_that_scores_it(tmp_path):
+    """A paper-scale file runs UD and NER under different regimes: each fine-tune (and so its
+    training curve and `reporting.cache ls` row) is labelled with its own task's scale, not the file's first cell's."""
+    from reporting.cache import graph_labels
+
+    [graph] = load_graphs([REPO / "benchmarks/gpu/wolof_m_paper_scale.jsonnet"], tmp_path)
+    labels = graph_labels([graph])
+    scales = {name: labels[unique_id]["scale"] for name, (_, unique_id) in graph.steps.items()}
+    assert {scales[f"ud_parser_s{seed}"] for seed in range(42, 47)} == {"gpu-paper_tenth"}
+    assert {scales[f"ner_s{seed}"] for seed in range(42, 47)} == {"gpu-cpu_x2"}
+    assert {cell["scale"] for cell in graph.cells} == {"gpu-paper_tenth", "gpu-cpu_x2"}
+    assert scales["pretrained_model"] == graph.cells[0]["scale"]  # scored by no cell: the file's first
+
+
 def _t_coverage(q: float, df: int, pieces: int = 20000) -> float:
     """P(|T| ≤ q) for Student's t with df degrees of freedom, by Simpson's rule on its density."""
     c = math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))
