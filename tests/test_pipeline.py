@@ -191,12 +191,17 @@ def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(
     with pytest.raises(SystemExit, match="multiple of --window"):
         measure_pace(REPO / "experiments/smoke/wolof_m.jsonnet", steps=5, window=2, workspace_dir=workspace)
     # Overrides reach the step (a compiled stand-in here); --without-compile overrides both compile levers with None.
+    # --profile: the same run under torch.profiler, its account written to one file.
+    profile = workspace.parent / "pace-profile.txt"
     compiled = measure_pace(REPO / "experiments/smoke/wolof_m.jsonnet", steps=4, window=2, workspace_dir=workspace,
-                            overrides={"compile_encoder": {"backend": "eager"}})
+                            overrides={"compile_encoder": {"backend": "eager"}}, profile=profile)
     assert compiled["levers"]["compile_encoder"] == {"backend": "eager"}
+    account = profile.read_text()
+    assert "4 optimizer steps profiled" in account and "kernel launches: 0" in account  # CPU: nothing launched
+    assert "Top ops by self host time:" in account and "aten::addmm" in account
     import benchmarks.gpu.pace as pace
     seen = []
-    monkeypatch.setattr(pace, "measure_pace", lambda *args, overrides=None: seen.append(overrides) or {**record, "condition": "M"})
+    monkeypatch.setattr(pace, "measure_pace", lambda *args, overrides=None, profile=None: seen.append(overrides) or {**record, "condition": "M"})
     assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--without-compile"]) == 0
     assert pace.main(["experiments/smoke/wolof_m.jsonnet"]) == 0
     assert seen == [{"compile_encoder": None, "compile_objectives": None}, None]

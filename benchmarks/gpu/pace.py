@@ -10,10 +10,15 @@ training seconds of each window, validation excluded), and the projection is the
 ``max_steps`` at that pace: the figure the "≤ 5 minutes on one GPU" bar is about, measured in a
 minute instead of a whole run. Nothing it trains is kept. ``--without-compile`` drops the
 torch.compile levers (a like-for-like eager ratio of two conditions, without their compile times).
+``--profile FILE`` runs the whole probe under torch.profiler and writes where a step's time goes:
+the ops by self device time and by self host time, and per step the kernel launches and the host
+waits on the device (what a launch-bound loop is made of). Loader workers are other processes and
+not in it; use few steps (e.g. ``--steps 400 --window 200``), the profiler keeps every event.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import statistics
@@ -35,8 +40,30 @@ def window_paces(history: list, window: int) -> list:
     return paces
 
 
+# Runtime calls that make the host wait for the device (a sync), and the launch calls.
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync")
+LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaGraphLaunch")
+
+
+def profile_summary(averages, steps: int, rows: int = 30) -> str:
+    """A plain-text account of a profiled run (``profiler.key_averages()``): per-step launches and
+    host waits, then the top ops by self device time (if any device ran) and by self host time."""
+    counts = {event.key: event.count for event in averages}
+    launches = sum(counts.get(name, 0) for name in LAUNCH_CALLS)
+    waits = {name: counts[name] for name in SYNC_CALLS if counts.get(name)}
+    has_device = any(getattr(event, "self_device_time_total", 0) for event in averages)
+    lines = [f"{steps} optimizer steps profiled (startup and validation included)",
+             f"kernel launches: {launches} ({launches / steps:.1f} a step)",
+             "host waits on the device: " + (", ".join(f"{name} {count} ({count / steps:.1f} a step)" for name, count in waits.items())
+                                             or "none recorded"), ""]
+    if has_device:
+        lines += ["Top ops by self device time:", averages.table(sort_by="self_device_time_total", row_limit=rows), ""]
+    lines += ["Top ops by self host time:", averages.table(sort_by="self_cpu_time_total", row_limit=rows)]
+    return "\n".join(lines)
+
+
 def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optional[Path] = None, step_name: str = "pretrained_model",
-                 overrides: Optional[dict] = None) -> dict:
+                 overrides: Optional[dict] = None, profile: Optional[Path] = None) -> dict:
     sys.path.insert(0, str(REPO))
     import steps as _registered  # noqa: F401  (registers the steps; compat shims first)
     from tango.common import Params
@@ -66,8 +93,16 @@ def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optio
     training.max_steps, training.validate_every, training.checkpoint_every = steps, window, steps
     kwargs.update(training=training, **(overrides or {}))
     with tempfile.TemporaryDirectory(prefix="pace-") as scratch:
-        result = PretrainMicrobert(step_name=f"pace-{step_name}", **kwargs).result(LocalWorkspace(Path(scratch)))
+        import torch.profiler
+
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with (torch.profiler.profile(activities=activities) if profile else contextlib.nullcontext()) as profiler:
+            result = PretrainMicrobert(step_name=f"pace-{step_name}", **kwargs).result(LocalWorkspace(Path(scratch)))
         metrics = json.loads((result / "metrics.json").read_text())
+    if profile:
+        Path(profile).write_text(f"{experiment}\n" + profile_summary(profiler.key_averages(), steps) + "\n", encoding="utf-8")
     paces = window_paces(metrics["history"], window)
     steady = statistics.median(paces[1:])
     return {
@@ -90,10 +125,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, help="append one JSON line per file here")
     parser.add_argument("--without-compile", action="store_true",
                         help="the file's levers less torch.compile (encoder and P/T losses): eager paces, no compile in the first window")
+    parser.add_argument("--profile", type=Path, help="profile the run and write where its time goes here (one file: one experiment)")
     args = parser.parse_args(argv)
+    if args.profile and len(args.experiments) > 1:
+        parser.error("--profile takes one experiment file")
     overrides = {"compile_encoder": None, "compile_objectives": None} if args.without_compile else None
     for experiment in args.experiments:
-        record = measure_pace(experiment, args.steps, args.window, args.workspace, overrides=overrides)
+        record = measure_pace(experiment, args.steps, args.window, args.workspace, overrides=overrides, profile=args.profile)
         print(f"pace: {record['condition']} on {record['device']}: {record['steps_per_second']:.1f} steps/s after the first window "
               f"(windows: {', '.join(f'{p:.0f}' for p in record['window_steps_per_second'])}); "
               f"{record['full_run_steps']} steps would take {record['full_run_minutes']:.2f} min", flush=True)
