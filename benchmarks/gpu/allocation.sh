@@ -13,8 +13,9 @@
 #   pace=CELL,...      each cell's real pretraining loop for 3,000 steps (benchmarks/gpu/pace.py, nothing
 #                      kept): steps/s and the projected full run, the speed bars' figures in ~1-2 min each
 #   pace-eager=CELL,...  the same without torch.compile (no compile in the call's time; an eager ratio)
-#   profile=CELL,...   each cell's eager loop for 400 steps under torch.profiler (~1 min each): launches and
-#                      host waits per step, top ops by device and host time, in logs/profile_<file>.txt
+#   profile=CELL,...   each cell's loop for 400 steps under torch.profiler (~1 min each, plus any compile):
+#                      launches and host waits per step, top ops by device and host time, in
+#                      logs/profile_<file>.txt; profile-eager=CELL,... the same without torch.compile
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
 #   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init, or
 #                      an experiment file such as benchmarks/gpu/decomposition/wolof_paper_paper.jsonnet;
@@ -63,11 +64,13 @@ for part in $parts; do
       timeout "$budget" python3 benchmarks/gpu/pace.py $(cells "${part#*=}") --steps 3000 --window 500 -w workspace $eager \
         --json "$OUT/logs/gpu_pace.jsonl" >> "$OUT/logs/pace.log" 2>&1
       grep -a "^pace:" "$OUT/logs/pace.log" || tail -12 "$OUT/logs/pace.log" ;;
-    profile=*)
-      for file in $(cells "${part#profile=}"); do
-        timeout "$(left 40)" python3 benchmarks/gpu/pace.py "$file" --steps 400 --window 200 -w workspace --without-compile \
-          --profile "$OUT/logs/profile_$(basename "$file" .jsonnet).txt" >> "$OUT/logs/profile.log" 2>&1
-        head -4 "$OUT/logs/profile_$(basename "$file" .jsonnet).txt" 2>/dev/null || tail -5 "$OUT/logs/profile.log"
+    profile=*|profile-eager=*)
+      eager=$([ "${part%%=*}" = profile-eager ] && echo --without-compile)
+      for file in $(cells "${part#*=}"); do
+        record="$OUT/logs/${part%%=*}_$(basename "$file" .jsonnet).txt"
+        timeout "$(left 40)" python3 benchmarks/gpu/pace.py "$file" --steps 400 --window 200 -w workspace $eager \
+          --profile "$record" >> "$OUT/logs/profile.log" 2>&1
+        head -4 "$record" 2>/dev/null || tail -5 "$OUT/logs/profile.log"
       done ;;
     pretrain=*)
       campaign pretrain "$OUT/logs" --files $(cells "${part#pretrain=}") --budget "$budget"
