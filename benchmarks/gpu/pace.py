@@ -12,7 +12,7 @@ minute instead of a whole run. Nothing it trains is kept. ``--without-compile`` 
 torch.compile levers (a like-for-like eager ratio of two conditions, without their compile times).
 ``--profile FILE`` runs the whole probe under torch.profiler and writes where a step's time goes:
 the ops by self device time and by self host time, and per step the kernel launches and the host
-waits on the device (what a launch-bound loop is made of). Loader workers are other processes and
+waits on the device (what a launch-bound loop is made of); validation reads one dev batch. Loader workers are other processes and
 not in it; use few steps (e.g. ``--steps 400 --window 200``), the profiler keeps every event.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def profile_summary(averages, steps: int, rows: int = 30) -> str:
     launches = sum(counts.get(name, 0) for name in LAUNCH_CALLS)
     waits = {name: counts[name] for name in SYNC_CALLS if counts.get(name)}
     has_device = any(getattr(event, "self_device_time_total", 0) for event in averages)
-    lines = [f"{steps} optimizer steps profiled (startup and validation included)",
+    lines = [f"{steps} optimizer steps profiled (startup included, and one dev batch a validation window)",
              f"kernel launches: {launches} ({launches / steps:.1f} a step)",
              "host waits on the device: " + (", ".join(f"{name} {count} ({count / steps:.1f} a step)" for name, count in waits.items())
                                              or "none recorded"), ""]
@@ -91,6 +91,8 @@ def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optio
     training = copy.deepcopy(kwargs["training"])
     full_steps = training.max_steps
     training.max_steps, training.validate_every, training.checkpoint_every = steps, window, steps
+    if profile:  # one dev batch a validation, so the account is the training steps'
+        training.max_validation_rows = training.batch_size
     kwargs.update(training=training, **(overrides or {}))
     with tempfile.TemporaryDirectory(prefix="pace-") as scratch:
         import torch.profiler
