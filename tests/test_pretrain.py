@@ -125,6 +125,43 @@ def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run
     assert all(torch.equal(ours[k], theirs[k]) for k in trained)
 
 
+def test_sigint_stops_at_the_step_boundary_with_a_checkpoint_and_the_resumed_run_is_the_uninterrupted_one(
+        pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
+    """A device call's time running out (campaign.py sends SIGINT) during step 3's forward: step 3
+    finishes, a checkpoint is written at it although none is due (checkpoint_every 100), and the run
+    stops as interrupted; run again, it resumes from step 3 and ends with the uninterrupted weights."""
+    import signal
+
+    from models import MicroBertForPretraining
+
+    settings = dict(max_steps=6, validate_every=2, checkpoint_every=100)
+    handler = signal.getsignal(signal.SIGINT)
+    reference = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", **settings).result(LocalWorkspace(tmp_path / "uninterrupted"))
+    forward, calls = MicroBertForPretraining.forward, []
+
+    def interrupted(self, *args, **kwargs):
+        if torch.is_grad_enabled():  # a training step's forward, not validation's
+            calls.append(1)
+            if len(calls) == 3:
+                signal.raise_signal(signal.SIGINT)
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(MicroBertForPretraining, "forward", interrupted)
+    workspace = LocalWorkspace(tmp_path / "interrupted")
+    step = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", **settings)
+    with pytest.raises(KeyboardInterrupt, match="stopped after step 3"):
+        step.result(workspace)
+    assert signal.getsignal(signal.SIGINT) is handler  # put back
+    saved = torch.load(workspace.step_dir(step) / "work" / "checkpoint.pt", weights_only=True)
+    assert saved["state"]["step"] == 3
+    monkeypatch.setattr(MicroBertForPretraining, "forward", forward)
+    resumed = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", **settings).result(workspace)
+    assert read_metrics(resumed)["resumed_from"] == [3]
+    assert without_timings(read_metrics(resumed)["history"]) == without_timings(read_metrics(reference)["history"])
+    ours, theirs = encoder_weights(resumed), encoder_weights(reference)
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
 def test_the_parse_built_in_loader_workers_trains_the_weights_the_model_builds_itself(pretraining_data, tokenizer_dir, tmp_path):
     """MXPT-SLA's mask and P/T samples drawn in two loader processes (the default) or in the model's
     forward: one cache entry, the same history and weights bit for bit."""

@@ -19,8 +19,10 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
 import shutil
+import threading
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -204,6 +206,32 @@ PRECISIONS = {"fp32", "bf16"}
 def autocast_for(device: torch.device, precision: str):
     """bf16 autocast on ``device`` (matmuls in bf16, losses and softmax in fp32), or nothing."""
     return torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+
+
+class StopAtStepBoundary:
+    """While training: SIGINT (a device call's time is up and `campaign.py` stops its steps, or
+    Ctrl-C) lets the optimizer step under way finish, then the loop writes a checkpoint at that step
+    and stops as interrupted. A stopped call so loses no steps (a paper-scale run checkpoints only
+    every 5,000), and the resumed run is the uninterrupted one bit for bit, as after any checkpoint.
+    A second SIGINT interrupts at once. Outside the main thread signals cannot be caught: no-op."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> "StopAtStepBoundary":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._request)
+        return self
+
+    def _request(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 class TrainingWatch:
@@ -485,68 +513,73 @@ class PretrainMicrobert(Step):
         # step is the same arithmetic in the same order whenever it happens (`_record_steps`).
         pending: List[Dict[str, Any]] = []
         watch.start(state["step"])
-        try:
-            while state["step"] < config.max_steps:
-                step_start = time.perf_counter()
-                losses, tokens = [], 0
-                for part in range(config.grad_accumulation):
-                    micro = state["step"] * config.grad_accumulation + part
-                    packed = next(micro_batches)
-                    tokens += packed.tokens  # counted in the loader: no device wait
-                    batch = packed.unpack(device, non_blocking=True)
-                    model.set_sampling_seed(sampling_seed(config.seed, micro))
-                    with autocast:
-                        output = model(**batch)
-                    (output.loss / config.grad_accumulation).backward()
-                    names = ["loss", *(f"{name}_loss" for name in output.losses)]
-                    losses.append((names, torch.stack([output.loss.detach().float(), *(v.detach().float() for v in output.losses.values())])))
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                state["step"] += 1
-                step = state["step"]
-                pending.append({"step": step, "losses": losses, "tokens": tokens, "lr": scheduler.get_last_lr()[0],
-                                "seconds": time.perf_counter() - step_start})
-                progress.update(1)
-                validating = step % config.validate_every == 0 or step == config.max_steps
-                checkpointing = step % config.checkpoint_every == 0 or step == config.max_steps
-                if validating or checkpointing or len(pending) >= watch.sync_every or step == crash_after:
-                    self._record_steps(pending, state, window, config, progress, tracker)
-                    pending = []
-                    watch.beat(step, config.max_steps, window, self.logger)
-                if validating:
-                    with autocast:
-                        record = self._validate(model, collator, dev_rows, config, device)
-                    record.update(
-                        step=step,
-                        lr=scheduler.get_last_lr()[0],
-                        train_loss=window["loss"] / max(window["steps"], 1),
-                        tokens_per_second=window["tokens"] / max(window["seconds"], 1e-9),
-                        train_tokens=state["train_tokens"],
-                        wall_seconds=wall_before + time.perf_counter() - session_start,
-                    )
-                    state["history"].append(record)
-                    window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
-                    self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
-                    tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
-                if checkpointing:
-                    state["wall_seconds"] = wall_before + time.perf_counter() - session_start
-                    save_atomically(
-                        {
-                            "model": model.state_dict(),
-                            "optimizer": optimizer.state_dict(),
-                            "scheduler": scheduler.state_dict(),
-                            "rng": torch.get_rng_state(),
-                            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                            "state": state,
-                        },
-                        checkpoint_path,
-                    )
-                if crash_after is not None and step == crash_after:
-                    progress.close()
-                    raise SimulatedCrash(f"{CRASH_AFTER_STEP_ENV}={crash_after}: stopping after step {step}")
-        finally:
-            watch.stop()
+        with StopAtStepBoundary() as stop:
+            try:
+                while state["step"] < config.max_steps:
+                    step_start = time.perf_counter()
+                    losses, tokens = [], 0
+                    for part in range(config.grad_accumulation):
+                        micro = state["step"] * config.grad_accumulation + part
+                        packed = next(micro_batches)
+                        tokens += packed.tokens  # counted in the loader: no device wait
+                        batch = packed.unpack(device, non_blocking=True)
+                        model.set_sampling_seed(sampling_seed(config.seed, micro))
+                        with autocast:
+                            output = model(**batch)
+                        (output.loss / config.grad_accumulation).backward()
+                        names = ["loss", *(f"{name}_loss" for name in output.losses)]
+                        losses.append((names, torch.stack([output.loss.detach().float(), *(v.detach().float() for v in output.losses.values())])))
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    state["step"] += 1
+                    step = state["step"]
+                    pending.append({"step": step, "losses": losses, "tokens": tokens, "lr": scheduler.get_last_lr()[0],
+                                    "seconds": time.perf_counter() - step_start})
+                    progress.update(1)
+                    validating = step % config.validate_every == 0 or step == config.max_steps
+                    checkpointing = step % config.checkpoint_every == 0 or step == config.max_steps or stop.requested
+                    if validating or checkpointing or len(pending) >= watch.sync_every or step == crash_after:
+                        self._record_steps(pending, state, window, config, progress, tracker)
+                        pending = []
+                        watch.beat(step, config.max_steps, window, self.logger)
+                    if validating:
+                        with autocast:
+                            record = self._validate(model, collator, dev_rows, config, device)
+                        record.update(
+                            step=step,
+                            lr=scheduler.get_last_lr()[0],
+                            train_loss=window["loss"] / max(window["steps"], 1),
+                            tokens_per_second=window["tokens"] / max(window["seconds"], 1e-9),
+                            train_tokens=state["train_tokens"],
+                            wall_seconds=wall_before + time.perf_counter() - session_start,
+                        )
+                        state["history"].append(record)
+                        window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
+                        self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
+                        tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
+                    if checkpointing:
+                        state["wall_seconds"] = wall_before + time.perf_counter() - session_start
+                        save_atomically(
+                            {
+                                "model": model.state_dict(),
+                                "optimizer": optimizer.state_dict(),
+                                "scheduler": scheduler.state_dict(),
+                                "rng": torch.get_rng_state(),
+                                "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                                "state": state,
+                            },
+                            checkpoint_path,
+                        )
+                    if crash_after is not None and step == crash_after:
+                        progress.close()
+                        raise SimulatedCrash(f"{CRASH_AFTER_STEP_ENV}={crash_after}: stopping after step {step}")
+                    if stop.requested and step < config.max_steps:
+                        progress.close()
+                        self.logger.info("interrupted: stopped after step %d of %d, checkpoint written; run again to resume", step, config.max_steps)
+                        raise KeyboardInterrupt(f"stopped after step {step}, checkpoint written")
+            finally:
+                watch.stop()
         progress.close()
         state["wall_seconds"] = wall_before + time.perf_counter() - session_start
         result = self._export(model, tokenizer_dir, run_info, state)
