@@ -47,11 +47,16 @@ local finetuning(step, by_task, thread_override={}) =
 
 // M's fastest combination in the lever benchmark, written by `campaign.py levers`; they re-key pretraining.
 local default_levers = import "levers.json";
+// Conditions that pretrain eager whatever levers.json says: MXPT-SLA's compile outlasted a whole
+// device call (H100, stop 38), and a run spread over lendings would pay it in every one.
+local eager_conditions = ["MXPT-SLA"];
+local compile_levers = ["compile_encoder", "compile_objectives"];
 // compile_objectives compiles the P and T losses: set only where a condition has one, so M's key stays.
 local levers_for(condition, levers) = {
   [name]: levers[name]
   for name in std.objectFields(levers)
-  if name != "compile_objectives" || lib.contrastive(condition)
+  if (name != "compile_objectives" || lib.contrastive(condition))
+     && !(std.member(eager_conditions, condition) && std.member(compile_levers, name))
 };
 
 // Uncapped, `corpus` is the same step as `vectors_corpus`: Tango merges the two into one step object
@@ -84,6 +89,7 @@ local overlay(cell, by_task, loader_workers, levers) = {
 {
   regimes: std.objectFields(regimes),
   chosen: chosen,
+  eager_conditions: eager_conditions,
   // condition: a paper condition ("M", "MXPT-SLA", …) or "random-init". Any of the paper's five
   // languages (issue 17): the same overlay on its cpu cell (NER where it has WikiAnn). regime: one
   // for both tasks, or null for each task's chosen one.
