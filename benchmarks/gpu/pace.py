@@ -12,8 +12,9 @@ minute instead of a whole run. Nothing it trains is kept. ``--without-compile`` 
 torch.compile levers (a like-for-like eager ratio of two conditions, without their compile times).
 ``--profile FILE`` runs the whole probe under torch.profiler and writes where a step's time goes:
 the ops by self device time and by self host time, and per step the kernel launches and the host
-waits on the device (what a launch-bound loop is made of); validation reads one dev batch. Loader workers are other processes and
-not in it; use few steps (e.g. ``--steps 400 --window 200``), the profiler keeps every event.
+waits on the device (what a launch-bound loop is made of). Validation then reads one dev batch;
+loader workers are other processes and not in it. Use few steps (e.g. ``--steps 400 --window
+200``): the profiler keeps every event.
 """
 from __future__ import annotations
 
@@ -94,12 +95,10 @@ def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optio
     if profile:  # one dev batch a validation, so the account is the training steps'
         training.max_validation_rows = training.batch_size
     kwargs.update(training=training, **(overrides or {}))
-    with tempfile.TemporaryDirectory(prefix="pace-") as scratch:
-        import torch.profiler
+    import torch.profiler
 
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if torch.cuda.is_available():
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
+    activities = [torch.profiler.ProfilerActivity.CPU, *([torch.profiler.ProfilerActivity.CUDA] if torch.cuda.is_available() else [])]
+    with tempfile.TemporaryDirectory(prefix="pace-") as scratch:
         with (torch.profiler.profile(activities=activities) if profile else contextlib.nullcontext()) as profiler:
             result = PretrainMicrobert(step_name=f"pace-{step_name}", **kwargs).result(LocalWorkspace(Path(scratch)))
         metrics = json.loads((result / "metrics.json").read_text())
