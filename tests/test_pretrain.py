@@ -162,6 +162,25 @@ def test_sigint_stops_at_the_step_boundary_with_a_checkpoint_and_the_resumed_run
     assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
 
 
+def test_a_stopped_pretraining_copied_to_another_workspace_resumes_there(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
+    """How a paper-scale pretraining spans device lendings: `campaign.py pack` brings a stopped
+    entry's folder back, `prepare_carry.sh` copies it into the next machine's fresh cache (no step
+    database there, no lock), and that run resumes from its checkpoint."""
+    import shutil
+
+    monkeypatch.setenv(CRASH_AFTER_STEP_ENV, "4")
+    first = LocalWorkspace(tmp_path / "first")
+    with pytest.raises(Exception, match="stopping after step 4"):
+        make_step(pretraining_data, tokenizer_dir).result(first)
+    monkeypatch.delenv(CRASH_AFTER_STEP_ENV)
+    step = make_step(pretraining_data, tokenizer_dir)
+    entry = first.step_dir(step)
+    second = tmp_path / "second"
+    shutil.copytree(entry, second / "cache" / entry.name, ignore=shutil.ignore_patterns("lock"))
+    resumed = step.result(LocalWorkspace(second))
+    assert read_metrics(resumed)["resumed_from"] == [4]
+
+
 def test_the_parse_built_in_loader_workers_trains_the_weights_the_model_builds_itself(pretraining_data, tokenizer_dir, tmp_path):
     """MXPT-SLA's mask and P/T samples drawn in two loader processes (the default) or in the model's
     forward: one cache entry, the same history and weights bit for bit."""
