@@ -278,6 +278,29 @@ def test_a_cache_entry_copied_from_another_machine_counts_as_completed(tmp_path)
     assert here.step_info(absent).state == StepState.INCOMPLETE
 
 
+def test_unpacked_entries_are_put_on_the_workspaces_record(tmp_path):
+    """The report lists runs from the step-info database, which knows nothing of an entry copied in:
+    `adopt` records the given steps that are cached (not the others), as `tango run` would."""
+    import shutil
+
+    from tango.workspaces import LocalWorkspace
+
+    from reporting.report import completed_steps
+
+    _toy_steps()
+    from tango import Step
+
+    double = Step.by_name("campaign_toy_double")
+    copied, absent = double(value=5), double(value=7)
+    there = LocalWorkspace(tmp_path / "there")
+    copied.result(there)
+    shutil.copytree(there.step_dir(copied), tmp_path / "here" / "cache" / copied.unique_id)
+    here = LocalWorkspace(tmp_path / "here")
+    assert completed_steps(here, "Double") == []
+    assert campaign.adopt(tmp_path / "here", [copied, absent]) == 1
+    assert [info.unique_id for info in completed_steps(here, "Double")] == [copied.unique_id]
+
+
 def test_tango_reads_an_experiment_file_without_cached_path(tmp_path, monkeypatch):
     """The GPU image lacks cached-path's cloud clients; the compat shim's stand-in reads local files."""
     import pytest

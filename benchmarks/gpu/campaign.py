@@ -12,7 +12,8 @@ the same phase again), 1 a step failed.
     finetune $OUT   every fine-tuning step (3 encoders x 5 seeds x UD, NER) in about --jobs processes, then the scores
     pack $OUT       the cache entries written since --since as <= 8 parts of <= 15 MiB (finished ones without their checkpoints;
                     a stopped one with it up to 32 MiB, else it stays on the machine and resumes there on the next call)
-    unpack DIR      back here: the parts into ./workspace/cache, where `tango run` of the same files finds them
+    unpack DIR      back here: the parts into ./workspace/cache, where `tango run` of the same files finds them,
+                    and the cached steps of --files (default the language's three) on the workspace's record
 
 The machine needs only what the steps read: pretrain and finetune run the named steps through
 `run_steps.py`, which computes a dependency only when the cache lacks it (`tango run -s` would first
@@ -276,6 +277,29 @@ def unpack(folder: Path, workspace: Path) -> int:
     return 0
 
 
+def adopt(workspace: Path, steps) -> int:
+    """Record the given steps whose results sit in `workspace`'s cache (unpacked from a device
+    call) in its step-info database, as `tango run` would on meeting them cached: the report lists
+    a workspace's runs from that database, and entries copied in had no record there."""
+    from tango.workspaces import LocalWorkspace
+
+    local = LocalWorkspace(workspace)
+    cached = [step for step in steps if step in local.step_cache]
+    for step in cached:
+        local.step_info(step)
+    return len(cached)
+
+
+def file_steps(files: Sequence[str]) -> List:
+    """Every step of the experiment files (the steps registered first)."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    return [step for file in files for step in StepGraph.from_params(Params.from_file(REPO / file).pop("steps")).values()]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("phase", choices=["levers", "compile-levers", "data", "pretrain", "finetune", "pack", "unpack"])
@@ -311,7 +335,9 @@ def main(argv=None) -> int:
     if args.phase == "unpack":
         if args.folder is None:
             parser.error("unpack needs the folder holding the parts")
-        return unpack(args.folder, args.workspace)
+        unpack(args.folder, args.workspace)
+        print(f"campaign: {adopt(args.workspace, file_steps(args.files))} cached steps of {', '.join(args.files)} on record")
+        return 0
     if args.phase == "finetune":
         deadline = time.monotonic() + args.budget
         for number, stage in enumerate(finetune_stages(args.files, args.jobs)):
