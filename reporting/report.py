@@ -20,6 +20,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from tango import Workspace
 from tango.step_info import StepInfo
 
+from reporting.cache import unfinished_entries
 from reporting.graphs import FileGraph, experiment_files, load_graphs, scales_of_steps
 from reporting.languages import languages
 from reporting import tables
@@ -239,6 +240,46 @@ def benchmark_section(path: Path = BENCHMARK_JSON, command: str = "python benchm
             f"{device if device != 'cpu' else str(bench['threads']) + ' threads'}, "
             f"torch {bench['torch']}; median of {bench['steps']} forward+backward+AdamW steps, all models in one process.\n\n")
     return head + markdown_table(["model", "ms/step", "sequences/s", "× µB-M", "× HF BertForMaskedLM"], rows)
+
+
+GPU_PACE_JSONL = Path("docs/benchmarks/gpu_pace.jsonl")
+
+
+def _levers_text(levers: Dict) -> str:
+    compiled = levers.get("compile_encoder")
+    return ", ".join([levers.get("precision") or "fp32", "fused AdamW" if levers.get("fused_optimizer") else "AdamW",
+                      f"compiled ({compiled.get('mode', 'default')})" if compiled is not None else "eager"])
+
+
+def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
+    """The paper-scale pretraining loop's pace on a GPU (benchmarks/gpu/pace.py), a row per record:
+    the figures the speed bars are about, each condition's projected run against µB-M's fastest."""
+    if not path.exists():
+        return f"_not recorded: run `bash benchmarks/gpu/allocation.sh 540 pace=m,mxpt_sla` on a GPU machine (README), records in {path}_\n"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    fastest_m = min((r["full_run_minutes"] for r in records if r["condition"] == "M"), default=None)
+    rows = [(r["condition"], r.get("gpu") or r["device"], _levers_text(r["levers"]), r["loader_workers"], r["steps"],
+             r["steps_per_second"], r["full_run_minutes"], None if fastest_m is None else r["full_run_minutes"] / fastest_m)
+            for r in records]
+    head = (f"Each record runs a file's own pretraining loop ({records[0]['batch_size']} rows a step) for its steps and "
+            "projects the full run from the median pace of the windows after the first (compiles and loader start-up excluded). "
+            "Bars (issue 14): µB-M ≤ 5 min; µB-MXPT-SLA ≤ 1.3× µB-M. `bash benchmarks/gpu/allocation.sh … pace=CELL` "
+            f"(or `pace-eager=`), records appended to `{path}`.\n\n")
+    return head + markdown_table(["condition", "device", "levers", "loader workers", "steps", "steps/s", "full run (min)",
+                                  "× µB-M's fastest"], rows)
+
+
+def in_progress_section(entries: Sequence) -> str:
+    """Pretraining and fine-tuning runs with a checkpoint and no result (`python -m reporting.cache
+    unfinished`): how far a long run has got, and its best dev figure so far."""
+    note = ("Runs with a checkpoint and no result yet, at the time this report was written (`python -m reporting.cache "
+            "unfinished --workspace …`); `python benchmarks/gpu/run_steps.py FILE STEP` or `tango run FILE` resumes one.\n\n")
+    rows = [(e.language, e.condition, e.scale, e.seed, e.step_class, f"{e.done:,}/{'?' if e.total is None else f'{e.total:,}'} {e.unit}s",
+             e.patience, (e.metric or "").removeprefix("dev_"), e.best, e.best_at, e.last) for e in entries]
+    if not rows:
+        return note + "_no run in progress_\n"
+    return note + markdown_table(["language", "condition", "scale", "seed", "step", "done", "patience", "dev metric", "best",
+                                  "best at", "last"], rows)
 
 
 FINETUNE_BENCHMARK_JSON = Path("docs/benchmarks/finetune_step.json")
@@ -479,11 +520,13 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Pretraining settings, one at a time", pretrain_ablation_section()),
         ("Pretraining step benchmark", benchmark_section()),
         ("Pretraining step on a GPU, with its speed levers (issue 14)", benchmark_section(GPU_BENCHMARK_JSON, GPU_BENCHMARK_COMMAND)),
+        ("Paper-scale pretraining pace on a GPU (issue 14 speed bars)", gpu_pace_section()),
         ("Fine-tuning step benchmark", finetune_benchmark_section()),
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),
         ("Seed noise", seed_noise_section(workspace_dir, graphs)),
         ("Where the Wolof gap is (issue 14)", decomposition_section(workspace_dir, graphs, curves_dir, report_dir, keep_record)),
+        ("Runs in progress", in_progress_section(unfinished_entries(workspace_dir, graphs))),
         ("Corpus parser against the fine-tuned µBERT parsers (cpu scale)",
          parser_against_encoder_section(cells, corpus_parser_las(workspace, recorded if keep_record else None))),
         ("Paper tables from the cache", tables_section(cells, problems)),

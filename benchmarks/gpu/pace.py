@@ -109,6 +109,7 @@ def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optio
     return {
         "experiment": str(experiment.relative_to(REPO) if experiment.is_absolute() else experiment),
         "condition": metrics["condition"], "device": metrics["device"], "steps": steps, "window": window,
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "batch_size": training.batch_size, "levers": {k: metrics.get(k) for k in ("precision", "fused_optimizer", "compile_encoder",
                                                                                    "compile_objectives", "parse_inputs_in_loader")},
         "loader_workers": kwargs.get("loader_workers", 0), "window_steps_per_second": paces,
