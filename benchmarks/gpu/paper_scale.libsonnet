@@ -2,7 +2,7 @@
 //   corpus       the whole 34k-sentence train split (no 10k cap); the same config as the cpu cell's
 //                `vectors_corpus`, so it is one cached entry; the corpus parser stays the cpu one
 //   pretraining  SPEC §G: 62,500 steps × 256 rows, lr 3e-3, 10k warmup, 512 subwords, checkpoint
-//                every 5k steps so a 10-minute command loses at most one interval
+//                every 5k steps (and where a stopped command's SIGINT finds it: no step is lost)
 //   fine-tuning  `regime`: "paper" (SPEC §H: 3×400 BiLSTM, 300 epochs of 200 batches, patience 50)
 //                or "paper_tenth" (ours, an intermediate stand-in: the paper's head and rates, 30
 //                epochs, patience 10), "cpu" (the cpu scale's own) or "cpu_x2" (ours: the cpu regime
@@ -11,7 +11,7 @@
 //                One CPU thread per fine-tune, so `tango run -j` fills a machine
 //   levers       GPU speed levers of pretrain_microbert from levers.json, which `campaign.py levers` writes
 //                from the lever benchmark ({}: none; e.g. { precision: "bf16", fused_optimizer: true });
-//                compile_objectives only for conditions with a P or T loss
+//                compile_objectives only for conditions with a P or T loss; no compile for `eager_conditions`
 // Score cells are scale "gpu-<their task's regime>", so tables keep them apart from the cpu and paper files.
 local lib = import "../../configs/lib.libsonnet";
 
