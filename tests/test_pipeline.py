@@ -190,8 +190,8 @@ def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(
     assert window_paces([{"train_tokens": 100, "tokens_per_second": 50.0}, {"train_tokens": 300, "tokens_per_second": 400.0}], 4) == [2.0, 8.0]
     with pytest.raises(SystemExit, match="multiple of --window"):
         measure_pace(REPO / "experiments/smoke/wolof_m.jsonnet", steps=5, window=2, workspace_dir=workspace)
-    # Overrides reach the step (a compiled stand-in here); --without-compile overrides both compile levers with None.
-    # --profile: the same run under torch.profiler, its account written to one file.
+    # Overrides reach the step (a compiled stand-in here); --profile: the same run under torch.profiler,
+    # its account written to one file.
     profile = workspace.parent / "pace-profile.txt"
     compiled = measure_pace(REPO / "experiments/smoke/wolof_m.jsonnet", steps=4, window=2, workspace_dir=workspace,
                             overrides={"compile_encoder": {"backend": "eager"}}, profile=profile)
@@ -199,6 +199,7 @@ def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(
     account = profile.read_text()
     assert "4 optimizer steps profiled" in account and "kernel launches: 0" in account  # CPU: nothing launched
     assert "Top ops by self host time:" in account and "aten::addmm" in account
+    # --without-compile overrides both compile levers with None.
     import benchmarks.gpu.pace as pace
     seen = []
     monkeypatch.setattr(pace, "measure_pace", lambda *args, overrides=None, profile=None: seen.append(overrides) or {**record, "condition": "M"})

@@ -126,18 +126,23 @@ def run_steps_command(file: str, names: Sequence[str]) -> List[str]:
     return [sys.executable, str(REPO / "benchmarks" / "gpu" / "run_steps.py"), file, *names]
 
 
-def finetune_stages(files: Sequence[str], jobs: int) -> List[List[List[str]]]:
-    """The finetune phase as two stages of side-by-side `run_steps` commands: every file's
-    fine-tuning steps spread over about `jobs` commands, then each file's scores and table cells.
-    Not `tango run -j`: it would ensure the corpus parser above the cached inputs first."""
+def file_graph(file: str):
+    """An experiment file's step graph (a path relative to the repository)."""
     from tango.common import Params
     from tango.step_graph import StepGraph
 
     import steps  # noqa: F401  (registers the steps; compat shims first)
 
+    return StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+
+
+def finetune_stages(files: Sequence[str], jobs: int) -> List[List[List[str]]]:
+    """The finetune phase as two stages of side-by-side `run_steps` commands: every file's
+    fine-tuning steps spread over about `jobs` commands, then each file's scores and table cells.
+    Not `tango run -j`: it would ensure the corpus parser above the cached inputs first."""
     tuning, scoring = [], []
     for file in files:
-        graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+        graph = file_graph(file)
         names = [name for name, step in graph.items() if type(step).__name__.startswith("Finetune")]
         groups = max(1, min(len(names), round(jobs / len(files))))
         tuning += [run_steps_command(file, names[start::groups]) for start in range(groups)]
@@ -290,16 +295,6 @@ def adopt(workspace: Path, steps) -> int:
     return len(cached)
 
 
-def file_steps(files: Sequence[str]) -> List:
-    """Every step of the experiment files (the steps registered first)."""
-    from tango.common import Params
-    from tango.step_graph import StepGraph
-
-    import steps  # noqa: F401
-
-    return [step for file in files for step in StepGraph.from_params(Params.from_file(REPO / file).pop("steps")).values()]
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("phase", choices=["levers", "compile-levers", "data", "pretrain", "finetune", "pack", "unpack"])
@@ -336,7 +331,8 @@ def main(argv=None) -> int:
         if args.folder is None:
             parser.error("unpack needs the folder holding the parts")
         unpack(args.folder, args.workspace)
-        print(f"campaign: {adopt(args.workspace, file_steps(args.files))} cached steps of {', '.join(args.files)} on record")
+        steps = [step for file in args.files for step in file_graph(file).values()]
+        print(f"campaign: {adopt(args.workspace, steps)} cached steps of {', '.join(args.files)} on record")
         return 0
     if args.phase == "finetune":
         deadline = time.monotonic() + args.budget

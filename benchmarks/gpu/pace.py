@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
 
 
 def window_paces(history: list, window: int) -> list:
@@ -65,7 +66,6 @@ def profile_summary(averages, steps: int, rows: int = 30) -> str:
 
 def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optional[Path] = None, step_name: str = "pretrained_model",
                  overrides: Optional[dict] = None, profile: Optional[Path] = None) -> dict:
-    sys.path.insert(0, str(REPO))
     import steps as _registered  # noqa: F401  (registers the steps; compat shims first)
     from tango.common import Params
     from tango.settings import TangoGlobalSettings
@@ -131,7 +131,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.profile and len(args.experiments) > 1:
         parser.error("--profile takes one experiment file")
-    overrides = {"compile_encoder": None, "compile_objectives": None} if args.without_compile else None
+    from benchmarks.gpu.campaign import COMPILE_LEVERS
+
+    overrides = dict.fromkeys(COMPILE_LEVERS) if args.without_compile else None
     for experiment in args.experiments:
         record = measure_pace(experiment, args.steps, args.window, args.workspace, overrides=overrides, profile=args.profile)
         print(f"pace: {record['condition']} on {record['device']}: {record['steps_per_second']:.1f} steps/s after the first window "

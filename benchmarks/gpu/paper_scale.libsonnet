@@ -89,7 +89,6 @@ local overlay(cell, by_task, loader_workers, levers) = {
 {
   regimes: std.objectFields(regimes),
   chosen: chosen,
-  eager_conditions: eager_conditions,
   // condition: a paper condition ("M", "MXPT-SLA", …) or "random-init". Any of the paper's five
   // languages (issue 17): the same overlay on its cpu cell (NER where it has WikiAnn). regime: one
   // for both tasks, or null for each task's chosen one.
