@@ -7,8 +7,10 @@ padding.  Tree *nodes* are the real tokens 1..n; ROOT is never a node, so distan
 never pass through it.
 
 Everything here is vectorised over the batch and over tokens.  The only Python loops run over tree
-depth (pointer jumping to the root, at most the maximum depth in the batch) or over the SLA window
-offsets; the SynCLM tree sampler also uses a combination table that is built once per size and cached.
+depth (walking or pointer jumping to the root, at most the maximum depth in the batch), over the SLA
+window offsets, over a tree-set combination's slots (at most 3), or, on a CPU, over groups of rows
+of similar length (distances of long batches); the SynCLM tree sampler also uses a combination table
+that is built once per size and cached.
 """
 
 from __future__ import annotations
@@ -51,13 +53,12 @@ class TreeStructure:
     def from_heads(cls, heads: torch.Tensor) -> "TreeStructure":
         heads = heads.long()
         is_node = heads >= 0
-        ancestors = ancestor_matrix(heads)
-        eye = torch.eye(heads.shape[1], dtype=torch.bool, device=heads.device)
-        subtree = ancestors.transpose(1, 2) | (eye & is_node[:, :, None])
-        depth = (ancestors.sum(-1) + 1) * is_node
-        # Height of S(r) = 1 + the largest depth below r, measured from r.
-        deepest = (subtree * depth[:, None, :]).amax(-1)
-        height = (deepest - depth + 1) * is_node
+        if heads.device.type == "cpu" and not torch.compiler.is_compiling():
+            # The walk counts depth, height and sizes as it goes: (B, T) work per tree level, where
+            # the doubling's reductions read the whole (B, T, T) matrix (seconds for 256 × 475).
+            ancestors, subtree, depth, height, subtree_size = _walk_to_root(heads)
+        else:
+            ancestors, subtree, depth, height, subtree_size = _structure_by_doubling(heads)
         return cls(
             heads=heads,
             is_node=is_node,
@@ -65,7 +66,7 @@ class TreeStructure:
             subtree=subtree,
             depth=depth,
             height=height,
-            subtree_size=subtree.sum(-1),
+            subtree_size=subtree_size,
             num_nodes=is_node.sum(-1),
         )
 
@@ -84,21 +85,45 @@ def ancestor_matrix(heads: torch.Tensor) -> torch.Tensor:
 
 
 def _ancestors_by_walking(heads: torch.Tensor) -> torch.Tensor:
-    """Every token steps towards ROOT in lock-step, (max depth) steps of a gather and a scatter over
-    the whole batch: the fewest element operations, but a read-back after each step."""
+    return _walk_to_root(heads)[0]
+
+
+def _walk_to_root(heads: torch.Tensor):
+    """Every token steps towards ROOT in lock-step, one tree level a step, and only the tokens still
+    climbing take part: work in proportion to the sum of depths, not batch × length × deepest chain
+    (a 256 × 475 batch's longest chain is 115 levels, its median depth a handful), but a read-back
+    a step. On the way it counts, per node, depth (its steps), subtree size (tokens passing through
+    it) and height (the longest climb that reaches it, plus one), and fills the subtree matrix (the
+    ancestors' transpose plus the nodes' diagonal) without reading the ancestors back.
+    Returns (ancestors, subtree, depth, height, subtree_size)."""
     batch_size, length = heads.shape
-    parent = heads.long().clamp(min=0)  # ROOT, [CLS], [SEP] and padding all map to 0 = "stop"
-    ancestors = torch.zeros(batch_size, length, length, dtype=torch.bool, device=heads.device)
-    flat = ancestors.view(batch_size * length, length)
-    current = parent
-    active = current > 0
-    for _ in range(length):
-        if not bool(active.any()):
-            return ancestors
-        # Inactive rows write False into column 0, which is never an ancestor, so one scatter suffices.
-        flat.scatter_(1, current.reshape(-1, 1), active.reshape(-1, 1))
-        current = torch.gather(parent, 1, current)
-        active = active & (current > 0)
+    parent = heads.long().clamp(min=0).reshape(-1)  # ROOT, [CLS], [SEP] and padding all map to 0 = "stop"
+    is_node = (heads >= 0).long().reshape(-1)
+    ancestors = torch.zeros(batch_size * length, length, dtype=torch.bool, device=heads.device)
+    subtree = torch.zeros_like(ancestors)
+    node = is_node.nonzero().flatten()
+    subtree[node, node % length] = True
+    depth, height, subtree_size = is_node.clone(), is_node.clone(), is_node.clone()
+    token = torch.arange(batch_size * length, device=heads.device)  # flat (row, position) of each climber
+    ancestor = parent  # each climber's current ancestor: a position in its row
+    for climbed in range(1, length + 2):
+        climbing = ancestor > 0
+        token, ancestor = token[climbing], ancestor[climbing]
+        if token.numel() == 0:
+            shape = (batch_size, length)
+            square = (batch_size, length, length)
+            return (ancestors.view(square), subtree.view(square), depth.view(shape), height.view(shape),
+                    subtree_size.view(shape))
+        if climbed > length:
+            break
+        ancestors[token, ancestor] = True
+        depth[token] += 1  # each climber once: no repeated index
+        position = token % length
+        reached = token - position + ancestor  # the ancestor's flat index
+        subtree[reached, position] = True
+        subtree_size.index_add_(0, reached, torch.ones_like(reached))
+        height[reached] = climbed + 1  # every climber writes the same value, larger each step
+        ancestor = parent[reached]
     raise ValueError("heads contain a cycle: some token never reaches ROOT")
 
 
@@ -118,6 +143,20 @@ def _ancestors_by_doubling(heads: torch.Tensor) -> torch.Tensor:
     if not torch.compiler.is_compiling() and bool((jump > 0).any()):
         raise ValueError("heads contain a cycle: some token never reaches ROOT")
     return ancestors
+
+
+def _structure_by_doubling(heads: torch.Tensor):
+    """`_walk_to_root`'s five tensors on an accelerator: the ancestors by doubling, the rest as
+    whole-matrix reductions (no read-back). Returns (ancestors, subtree, depth, height, subtree_size)."""
+    is_node = heads >= 0
+    ancestors = _ancestors_by_doubling(heads)
+    eye = torch.eye(heads.shape[1], dtype=torch.bool, device=heads.device)
+    subtree = ancestors.transpose(1, 2) | (eye & is_node[:, :, None])
+    depth = (ancestors.sum(-1) + 1) * is_node
+    # Height of S(r) = 1 + the largest depth below r, measured from r.
+    deepest = (subtree * depth[:, None, :]).amax(-1)
+    height = (deepest - depth + 1) * is_node
+    return ancestors, subtree, depth, height, subtree.sum(-1)
 
 
 def tree_depth(heads: torch.Tensor) -> torch.Tensor:
@@ -161,6 +200,32 @@ def tree_distance(heads: torch.Tensor) -> torch.Tensor:
     return TreeStructure.from_heads(heads).distance()
 
 
+# On a CPU, batches this long get their distances in groups of similar-length rows (`_near_node_pairs`).
+GROUPED_DISTANCES_FROM_LENGTH = 64
+DISTANCE_GROUP_ROWS = 16
+
+
+def _near_node_pairs(structure: TreeStructure, max_distance: int) -> torch.Tensor:
+    """(B, T, T) bool: node pairs at most ``max_distance`` apart. The distances cost a (T × T) matmul
+    per row, cubic in the padded length; a bucketed batch of long rows pads most of them to far
+    beyond their own length (a 256-row batch of Wolof pretraining rows: median 169 tokens, padded
+    to 475). So on a CPU, rows are taken in groups of similar length, each cut to its own longest
+    row: the same pairs, ~10x less work there. On an accelerator one batched matmul stays cheaper
+    than a launch and a read-back per group."""
+    is_node, num_nodes = structure.is_node, structure.num_nodes
+    batch_size, length = is_node.shape
+    if is_node.device.type != "cpu" or torch.compiler.is_compiling() or length < GROUPED_DISTANCES_FROM_LENGTH:
+        distance = _float_distance_from_ancestors(structure.ancestors, is_node, structure.depth)
+        return (distance <= max_distance + 0.5) & is_node[:, :, None] & is_node[:, None, :]
+    near = torch.zeros(batch_size, length, length, dtype=torch.bool)
+    for rows in torch.argsort(num_nodes).split(DISTANCE_GROUP_ROWS):
+        span = int(num_nodes[rows].max()) + 1  # [CLS] and the nodes 1..n; no node lies beyond
+        node = is_node[rows, :span]
+        distance = _float_distance_from_ancestors(structure.ancestors[rows, :span, :span], node, structure.depth[rows, :span])
+        near[rows, :span, :span] = (distance <= max_distance + 0.5) & node[:, :, None] & node[:, None, :]
+    return near
+
+
 def sla_allowed_mask(
     heads: torch.Tensor,
     max_distance: int,
@@ -188,8 +253,7 @@ def sla_allowed_mask(
     structure = structure if structure is not None else TreeStructure.from_heads(heads)
     is_node = structure.is_node
     batch_size, length = is_node.shape
-    distance = _float_distance_from_ancestors(structure.ancestors, is_node, structure.depth)
-    near = (distance <= max_distance + 0.5) & is_node[:, :, None] & is_node[:, None, :]
+    near = _near_node_pairs(structure, max_distance)
 
     # Windowing = OR over row shifts; shifted-in rows of non-nodes are all False, which implements
     # "exclude k outside [1, n]" (paper footnote 7).
@@ -411,13 +475,18 @@ def sample_tree_sets(
     def union_of_subtrees(positions: torch.Tensor, table: torch.Tensor, combo: torch.Tensor) -> torch.Tensor:
         slots = table[combo]  # (N, P, max_combination), −1 = unused slot
         nodes = torch.gather(positions, 1, slots.clamp(min=0).flatten(1)).view_as(slots)
-        rows = subtree[batch_index[:, None, None], nodes]  # (N, P, max_combination, T)
-        return (rows & (slots >= 0)[..., None]).any(-2)
+        # An unused slot reads row 0 ([CLS]): never a node, so its "subtree" is empty. One (N, P, T)
+        # row a slot, OR-ed in place: no (N, P, max_combination, T) tensor to build and reduce.
+        nodes = nodes.masked_fill(slots < 0, 0)
+        union = subtree[batch_index[:, None], nodes[..., 0]]
+        for slot in range(1, nodes.shape[-1]):
+            union |= subtree[batch_index[:, None], nodes[..., slot]]
+        return union
 
     removed = union_of_subtrees(target_positions, target_table, target_combo)
     inserted = union_of_subtrees(value_positions, value_table, value_combo)
     candidates = (positive[:, None] & ~removed) | inserted  # (N, P, T)
-    size_gap = (candidates.sum(-1) - size[batch_index, root][:, None]).abs()
+    size_gap = (candidates.sum(-1, dtype=torch.int32) - size[batch_index, root][:, None]).abs()
     keep = pair_valid & (size_gap <= size_tolerance)
 
     pick_keys = _uniform_keys(keep.shape, generator, device).masked_fill(~keep, -1.0)

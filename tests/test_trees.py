@@ -226,15 +226,38 @@ def test_distance_matches_bfs_and_lca_identity(ud_batches):
                 assert distance[row, i, j].item() == depth[i].item() + depth[j].item() - 2 * lca_depth
 
 
-def test_structure_matches_python_on_real_trees(ud_batches):
-    for batch in ud_batches:
-        structure = TreeStructure.from_heads(batch)
+def deep_and_mixed_batch() -> torch.Tensor:
+    """Rows of very different lengths and depths in one batch, as a bucket of long pretraining rows
+    has them: chains (every token heads the next), random trees, a one-token sentence."""
+    rng = random.Random(5)
+    chains = [[0] + list(range(1, n)) for n in (1, 40, 90)]
+    return pad_batch(chains + [random_tree(rng, n) for n in (2, 7, 33, 61, 95)], extra_padding=4)
+
+
+@pytest.mark.parametrize("build", ["walk_to_root", "structure_by_doubling"])
+def test_structure_matches_python_on_real_trees(build, ud_batches):
+    """Both ways to the structure (`from_heads` picks by device) against brute force: subtrees,
+    heights, sizes, depths and ancestors, and nothing at [CLS], [SEP] or padding."""
+    from models import trees
+
+    structure_of = getattr(trees, f"_{build}")
+    for batch in list(ud_batches) + [deep_and_mixed_batch()]:
+        ancestor_sets, subtree, depth, heights, sizes = structure_of(batch)
         for row in range(batch.shape[0]):
             heads = row_heads(batch, row)
-            for node in range(1, len(heads) + 1):
-                members = set(structure.subtree[row, node].nonzero().flatten().tolist())
-                assert members == subtree_set(heads, node)
-                assert structure.height[row, node].item() == height(heads, node)
+            nodes = range(1, len(heads) + 1)
+            for node in nodes:
+                members = subtree_set(heads, node)
+                assert set(subtree[row, node].nonzero().flatten().tolist()) == members
+                assert set(ancestor_sets[row, node].nonzero().flatten().tolist()) == ancestors(heads, node)
+                assert heights[row, node].item() == height(heads, node)
+                assert sizes[row, node].item() == len(members)
+                assert depth[row, node].item() == len(ancestors(heads, node)) + 1
+            elsewhere = [p for p in range(batch.shape[1]) if p not in nodes]
+            for values in (depth, heights, sizes):
+                assert values[row, elsewhere].eq(0).all()
+            assert not subtree[row, elsewhere].any() and not ancestor_sets[row, elsewhere].any()
+            assert not ancestor_sets[row, :, 0].any()  # [CLS] is nobody's ancestor (the tree sampler relies on it)
 
 
 # ------------------------------------------------------------------------------ SLA mask
@@ -252,8 +275,18 @@ def test_sla_delta_zero_without_window_is_identity_plus_specials():
         assert torch.equal(allowed[row], expected)
 
 
-def test_sla_matches_brute_force_on_real_trees(ud_batches):
-    for batch in ud_batches:
+@pytest.mark.parametrize("grouped", [False, True])
+def test_sla_matches_brute_force_on_real_trees(grouped, ud_batches, monkeypatch):
+    """Also with the CPU's distances in row groups (`_near_node_pairs`) forced on every batch, in
+    groups of 3 rows, so groups of different spans meet in one mask."""
+    from models import trees
+
+    if grouped:
+        monkeypatch.setattr(trees, "GROUPED_DISTANCES_FROM_LENGTH", 0)
+        monkeypatch.setattr(trees, "DISTANCE_GROUP_ROWS", 3)
+    else:
+        monkeypatch.setattr(trees, "GROUPED_DISTANCES_FROM_LENGTH", 10**9)
+    for batch in list(ud_batches) + [deep_and_mixed_batch()]:
         for delta, window, reference in [(0, 0, False), (1, 1, False), (2, 1, False), (4, 1, False), (3, 1, True), (2, 2, False)]:
             allowed = sla_allowed_mask(batch, delta, window=window, reference_window=reference)
             for row in range(batch.shape[0]):
@@ -377,6 +410,62 @@ def test_tree_sampler_negative_is_splice_of_subtrees():
         members = set(negative.nonzero().flatten().tolist())
         removed, inserted = {3, 4, 5} - members, members - {3, 4, 5}
         assert removed <= {4, 5} and inserted and inserted <= {2, 6}
+
+
+def brute_force_tree_sets(batch: torch.Tensor, seed: int, max_negatives: int = 10, min_negatives: int = 2) -> list:
+    """SPEC §E one root at a time, in Python sets, drawing from the same random stream in the same
+    order as `sample_tree_sets`: target keys (roots × T), value keys (roots × T), then pick keys
+    (roots × the longest pair list). Returns (row, root, S(r), negatives in pick order) per kept root."""
+    generator, length = torch.Generator().manual_seed(seed), batch.shape[1]
+    roots = []
+    for row in range(batch.shape[0]):
+        heads = row_heads(batch, row)
+        for root in range(1, len(heads) + 1):
+            members = subtree_set(heads, root)
+            values = {p for m in members for p in (m - 1, m + 1) if 1 <= p <= len(heads)} - members - ancestors(heads, root)
+            if 2 <= len(members) <= 10 and values:
+                roots.append((row, root, heads, members, values))
+    if not roots:
+        return []
+    target_keys = torch.rand(len(roots), length, generator=generator)
+    value_keys = torch.rand(len(roots), length, generator=generator)
+
+    def combinations(items):  # singletons, pairs, triples, each in itertools order
+        return [c for size in (1, 2, 3) for c in itertools.combinations(items, size)]
+
+    pair_lists = []
+    for index, (_, root, _, members, values) in enumerate(roots):
+        targets = sorted(members - {root}, key=lambda p: -target_keys[index, p].item())
+        shuffled_values = sorted(values, key=lambda p: -value_keys[index, p].item())
+        pair_lists.append(list(zip(combinations(targets), combinations(shuffled_values))))
+    pick_keys = torch.rand(len(roots), max(len(pairs) for pairs in pair_lists), generator=generator)
+    kept = []
+    for index, ((row, root, heads, members, _), pairs) in enumerate(zip(roots, pair_lists)):
+        candidates = []
+        for number, (targets, values) in enumerate(pairs):
+            removed = set().union(*(subtree_set(heads, t) for t in targets))
+            inserted = set().union(*(subtree_set(heads, v) for v in values))
+            negative = (members - removed) | inserted
+            if abs(len(negative) - len(members)) <= 1:
+                candidates.append((pick_keys[index, number].item(), negative))
+        negatives = [negative for _, negative in sorted(candidates, key=lambda c: -c[0])[:max_negatives]]
+        if len(negatives) >= min_negatives:
+            kept.append((row, root, members, negatives))
+    return kept
+
+
+def test_tree_sampler_matches_brute_force(ud_batches):
+    """The vectorised sampler equals the one-root-at-a-time Python version draw for draw: roots,
+    positives, and every negative in order (real trees, and long, deep rows beside short ones)."""
+    for seed, batch in enumerate(list(ud_batches) + [deep_and_mixed_batch()]):
+        samples = sample_tree_sets(batch, torch.Generator().manual_seed(seed))
+        expected = brute_force_tree_sets(batch, seed)
+        assert len(samples) == len(expected) > 0
+        for index, (row, root, members, negatives) in enumerate(expected):
+            assert (samples.batch_index[index].item(), samples.root[index].item()) == (row, root)
+            assert set(samples.positive[index].nonzero().flatten().tolist()) == members
+            got = [set(n.nonzero().flatten().tolist()) for n in samples.negatives[index][samples.negative_mask[index]]]
+            assert got == negatives
 
 
 def test_tree_sampler_reproducible():

@@ -13,7 +13,8 @@
 #   pace=CELL,...      each cell's real pretraining loop for 3,000 steps (benchmarks/gpu/pace.py, nothing
 #                      kept): steps/s and the projected full run, the speed bars' figures in ~1-2 min each
 #   pace-eager=CELL,...  the same without torch.compile (no compile in the call's time; an eager ratio)
-#   profile=CELL,...   each cell's loop for 400 steps under torch.profiler (~1 min each, plus any compile):
+#   profile=CELL,...   each cell's loop for 100 steps under torch.profiler (~1 min each, plus any compile;
+#                      400 steps took the profiler over 3 min to summarise on the H100):
 #                      launches and host waits per step, top ops by device and host time, in
 #                      logs/profile_<file>.txt; profile-eager=CELL,... the same without torch.compile
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
@@ -67,8 +68,9 @@ for part in $parts; do
     profile=*|profile-eager=*)
       eager=$([ "${part%%=*}" = profile-eager ] && echo --without-compile)
       for file in $(cells "${part#*=}"); do
+        if [ "$(left 40)" -lt 30 ]; then echo "allocation: no time left to profile $file"; break; fi
         record="$OUT/logs/${part%%=*}_$(basename "$file" .jsonnet).txt"
-        timeout "$(left 40)" python3 benchmarks/gpu/pace.py "$file" --steps 400 --window 200 -w workspace $eager \
+        timeout "$(left 40)" python3 benchmarks/gpu/pace.py "$file" --steps 100 --window 50 -w workspace $eager \
           --profile "$record" >> "$OUT/logs/profile.log" 2>&1
         head -4 "$record" 2>/dev/null || tail -5 "$OUT/logs/profile.log"
       done ;;
