@@ -259,14 +259,15 @@ def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     fastest_m = min((r["full_run_minutes"] for r in records if r["condition"] == "M"), default=None)
     rows = [(r["condition"], r.get("gpu") or r["device"], _levers_text(r["levers"]), r["loader_workers"], r["steps"],
-             r["steps_per_second"], r["full_run_minutes"], None if fastest_m is None else r["full_run_minutes"] / fastest_m)
+             r["steps_per_second"], r["full_run_minutes"], None if fastest_m is None else r["full_run_minutes"] / fastest_m,
+             r.get("note", ""))
             for r in records]
     head = (f"Each record runs a file's own pretraining loop ({records[0]['batch_size']} rows a step) for its steps and "
             "projects the full run from the median pace of the windows after the first (compiles and loader start-up excluded). "
             "Bars (issue 14): µB-M ≤ 5 min; µB-MXPT-SLA ≤ 1.3× µB-M. `bash benchmarks/gpu/allocation.sh … pace=CELL` "
             f"(or `pace-eager=`), records appended to `{path}`.\n\n")
     return head + markdown_table(["condition", "device", "levers", "loader workers", "steps", "steps/s", "full run (min)",
-                                  "× µB-M's fastest"], rows)
+                                  "× µB-M's fastest", "note"], rows)
 
 
 def in_progress_section(entries: Sequence) -> str:

@@ -206,3 +206,7 @@ def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(
     assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--without-compile"]) == 0
     assert pace.main(["experiments/smoke/wolof_m.jsonnet"]) == 0
     assert seen == [{"compile_encoder": None, "compile_objectives": None}, None]
+    # --note goes into the appended record.
+    records = workspace.parent / "pace.jsonl"
+    assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--json", str(records), "--note", "after the fix"]) == 0
+    assert json.loads(records.read_text())["note"] == "after the fix"

@@ -115,19 +115,20 @@ def test_a_fine_tune_takes_the_scale_of_the_cell_that_scores_it(tmp_path):
 
 def test_the_gpu_pace_section_sets_each_record_against_m_s_fastest(tmp_path):
     """Each pace record is a row: its levers in words and its projected run against µB-M's
-    fastest record, the 1.3× bar's ratio."""
+    fastest record, the 1.3× bar's ratio, and the record's note (which code it measured)."""
     def record(condition, minutes, compiled):
         return {"condition": condition, "device": "cuda", "gpu": "NVIDIA H100 80GB HBM3", "batch_size": 256, "loader_workers": 10,
                 "levers": {"precision": "fp32", "fused_optimizer": True, "compile_encoder": {"mode": "reduce-overhead"} if compiled else None},
                 "steps": 3000, "steps_per_second": 62500 / minutes / 60, "full_run_minutes": minutes}
 
     path = tmp_path / "gpu_pace.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in (record("M", 8.0, True), record("MXPT-SLA", 40.0, False), record("M", 10.0, False))))
+    noted = dict(record("MXPT-SLA", 40.0, False), note="before the loader fix")
+    path.write_text("".join(json.dumps(r) + "\n" for r in (record("M", 8.0, True), noted, record("M", 10.0, False))))
     rows = [line for line in report.gpu_pace_section(path).splitlines() if line.startswith("| M")]
     assert rows == [
-        "| M | NVIDIA H100 80GB HBM3 | fp32, fused AdamW, compiled (reduce-overhead) | 10 | 3000 | 130.21 | 8.00 | 1.00 |",
-        "| MXPT-SLA | NVIDIA H100 80GB HBM3 | fp32, fused AdamW, eager | 10 | 3000 | 26.04 | 40.00 | 5.00 |",
-        "| M | NVIDIA H100 80GB HBM3 | fp32, fused AdamW, eager | 10 | 3000 | 104.17 | 10.00 | 1.25 |"]
+        "| M | NVIDIA H100 80GB HBM3 | fp32, fused AdamW, compiled (reduce-overhead) | 10 | 3000 | 130.21 | 8.00 | 1.00 |  |",
+        "| MXPT-SLA | NVIDIA H100 80GB HBM3 | fp32, fused AdamW, eager | 10 | 3000 | 26.04 | 40.00 | 5.00 | before the loader fix |",
+        "| M | NVIDIA H100 80GB HBM3 | fp32, fused AdamW, eager | 10 | 3000 | 104.17 | 10.00 | 1.25 |  |"]
     assert "not recorded" in report.gpu_pace_section(tmp_path / "absent.jsonl")
 
 

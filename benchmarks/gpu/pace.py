@@ -128,6 +128,7 @@ def main(argv=None) -> int:
     parser.add_argument("--without-compile", action="store_true",
                         help="the file's levers less torch.compile (encoder and P/T losses): eager paces, no compile in the first window")
     parser.add_argument("--profile", type=Path, help="profile the run and write where its time goes here (one file: one experiment)")
+    parser.add_argument("--note", help="kept in each record: which code it measured (the report prints it beside the pace)")
     args = parser.parse_args(argv)
     if args.profile and len(args.experiments) > 1:
         parser.error("--profile takes one experiment file")
@@ -139,6 +140,8 @@ def main(argv=None) -> int:
         print(f"pace: {record['condition']} on {record['device']}: {record['steps_per_second']:.1f} steps/s after the first window "
               f"(windows: {', '.join(f'{p:.0f}' for p in record['window_steps_per_second'])}); "
               f"{record['full_run_steps']} steps would take {record['full_run_minutes']:.2f} min", flush=True)
+        if args.note:
+            record["note"] = args.note
         if args.json:
             with open(args.json, "a", encoding="utf-8") as out:
                 out.write(json.dumps(record) + "\n")
