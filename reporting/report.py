@@ -270,6 +270,27 @@ def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
                                   "× µB-M's fastest", "note"], rows)
 
 
+LOADER_EPOCH_JSONL = Path("docs/benchmarks/loader_epoch.jsonl")
+
+
+def loader_epoch_section(path: Path = LOADER_EPOCH_JSONL) -> str:
+    """The slowest batch of a pretraining epoch as a loader worker builds it (benchmarks/bench_loader_epoch.py),
+    a row per record: the tail, and the step rates past which the loop waits on the loader."""
+    if not path.exists():
+        return (f"_not recorded: run `python benchmarks/bench_loader_epoch.py benchmarks/gpu/wolof_mxpt_sla_paper_scale.jsonnet "
+                f"-w workspace --json {path}`_\n")
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [(r["condition"], r["batches"], r["mean_ms"], r["median_ms"], r["p99_ms"], r["slowest_ms"], r["slowest_padded_length"],
+             f"{r['loader_workers']} × {r['queued_batches'] // max(r['loader_workers'], 1)}", r["stalls_above_steps_per_second"],
+             r["workers_keep_up_to_steps_per_second"], r.get("note", "")) for r in records]
+    head = ("Every batch of one epoch of a file's pretraining, built as a loader worker builds it (collate, parse inputs, pack; "
+            "one thread on this box). The loop takes batches in order, so it waits on the slowest once it runs faster than the "
+            "queued batches over that batch's time (\"stalls above\"); \"keep up to\" is the workers' average capacity. "
+            f"`python benchmarks/bench_loader_epoch.py FILE -w WORKSPACE --json {path}`.\n\n")
+    return head + markdown_table(["condition", "batches", "mean ms", "median ms", "p99 ms", "slowest ms", "slowest padded to",
+                                  "workers × queued", "stalls above (steps/s)", "keep up to (steps/s)", "note"], rows)
+
+
 def in_progress_section(entries: Sequence) -> str:
     """Pretraining and fine-tuning runs with a checkpoint and no result (`python -m reporting.cache
     unfinished`): how far a long run has got, and its best dev figure so far."""
@@ -522,6 +543,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Pretraining step benchmark", benchmark_section()),
         ("Pretraining step on a GPU, with its speed levers (issue 14)", benchmark_section(GPU_BENCHMARK_JSON, GPU_BENCHMARK_COMMAND)),
         ("Paper-scale pretraining pace on a GPU (issue 14 speed bars)", gpu_pace_section()),
+        ("Pretraining loader: the slowest batch of an epoch (issue 14's MXPT-SLA stall)", loader_epoch_section()),
         ("Fine-tuning step benchmark", finetune_benchmark_section()),
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),

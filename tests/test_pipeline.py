@@ -173,6 +173,29 @@ def test_cache_ls_lists_every_encoder_and_cell_of_the_smoke_cell(smoke_workspace
     assert {(c["task"], c["condition"], c["seed"]) for c in listed["cells"]} == {("ud_parsing", "M", 42), ("ner", "M", 42)}
 
 
+def test_the_loader_epoch_benchmark_times_every_batch_of_an_epoch_as_a_worker_builds_it(smoke_workspace, tmp_path):
+    """benchmarks/bench_loader_epoch.py: one epoch of the smoke MXPT-SLA file's batches from the cache,
+    the slowest one named by its padded length; the stall rate is the queue over the slowest batch."""
+    import benchmarks.bench_loader_epoch as bench
+    from steps.pretrain.pretrain import LOADER_PREFETCH
+
+    workspace, _ = smoke_workspace
+    entries = set((workspace / "cache").iterdir())
+    record = bench.epoch_timings(REPO / "experiments/smoke/wolof_mxpt_sla.jsonnet", workspace)
+    assert record["condition"] == "MXPT-SLA" and record["batches"] > 1
+    assert record["median_ms"] <= record["p99_ms"] <= record["slowest_ms"] and record["slowest_padded_length"] > 2
+    assert record["epoch_worker_seconds"] == pytest.approx(record["mean_ms"] * record["batches"] / 1e3)
+    workers = record["loader_workers"]
+    assert record["queued_batches"] == workers * LOADER_PREFETCH
+    if workers:
+        assert record["stalls_above_steps_per_second"] == pytest.approx(record["queued_batches"] / record["slowest_ms"] * 1e3)
+    assert bench.epoch_timings(REPO / "experiments/smoke/wolof_mxpt_sla.jsonnet", workspace, condition="M")["condition"] == "M"
+    out = tmp_path / "loader_epoch.jsonl"
+    assert bench.main(["experiments/smoke/wolof_mxpt_sla.jsonnet", "-w", str(workspace), "--json", str(out), "--note", "x"]) == 0
+    assert json.loads(out.read_text())["note"] == "x"
+    assert set((workspace / "cache").iterdir()) == entries  # reads the cache, writes nothing there
+
+
 def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(smoke_workspace, monkeypatch):
     """benchmarks/gpu/pace.py: a few steps of the smoke file's own pretraining config (inputs from
     the cache, nothing kept), paced per window after the first, projected to the configured length."""

@@ -101,7 +101,8 @@ def test_scale_of_a_real_corpus_step(tmp_path):
 
 def test_a_fine_tune_takes_the_scale_of_the_cell_that_scores_it(tmp_path):
     """A paper-scale file runs UD and NER under different regimes: each fine-tune (and so its
-    training curve and `reporting.cache ls` row) is labelled with its own task's scale, not the file's first cell's."""
+    training curve and `reporting.cache ls` row) is labelled with its own task's scale, not the file's first cell's;
+    the pretraining both read, with what the two scales share."""
     from reporting.cache import graph_labels
 
     [graph] = load_graphs([REPO / "benchmarks/gpu/wolof_m_paper_scale.jsonnet"], tmp_path)
@@ -110,7 +111,20 @@ def test_a_fine_tune_takes_the_scale_of_the_cell_that_scores_it(tmp_path):
     assert {scales[f"ud_parser_s{seed}"] for seed in range(42, 47)} == {"gpu-paper_tenth"}
     assert {scales[f"ner_s{seed}"] for seed in range(42, 47)} == {"gpu-cpu_x2"}
     assert {cell["scale"] for cell in graph.cells} == {"gpu-paper_tenth", "gpu-cpu_x2"}
-    assert scales["pretrained_model"] == graph.cells[0]["scale"]  # scored by no cell: the file's first
+    assert scales["pretrained_model"] == "gpu"  # upstream of both: what their scales share
+    [cpu] = load_graphs([REPO / "experiments/wolof_mxpt_sla.jsonnet"], tmp_path)  # one scale: its own
+    assert graph_labels([cpu])[cpu.steps["pretrained_model"][1]]["scale"] == cpu.cells[0]["scale"] == "cpu"
+
+
+def test_the_loader_epoch_section_prints_each_records_tail_and_stall_rate(tmp_path):
+    record = {"condition": "MXPT-SLA", "batches": 149, "mean_ms": 51.0, "median_ms": 25.0, "p99_ms": 648.0, "slowest_ms": 1680.0,
+              "slowest_padded_length": 475, "loader_workers": 10, "queued_batches": 320, "stalls_above_steps_per_second": 190.5,
+              "workers_keep_up_to_steps_per_second": 195.0, "note": "after"}
+    path = tmp_path / "loader_epoch.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    rows = [line for line in report.loader_epoch_section(path).splitlines() if line.startswith("| MXPT-SLA")]
+    assert rows == ["| MXPT-SLA | 149 | 51.00 | 25.00 | 648.00 | 1680.00 | 475 | 10 × 32 | 190.50 | 195.00 | after |"]
+    assert "not recorded" in report.loader_epoch_section(tmp_path / "absent.jsonl")
 
 
 def test_the_gpu_pace_section_sets_each_record_against_m_s_fastest(tmp_path):

@@ -133,6 +133,7 @@ def main(argv=None) -> int:
     if args.profile and len(args.experiments) > 1:
         parser.error("--profile takes one experiment file")
     from benchmarks.gpu.campaign import COMPILE_LEVERS
+    from benchmarks.records import append_record
 
     overrides = dict.fromkeys(COMPILE_LEVERS) if args.without_compile else None
     for experiment in args.experiments:
@@ -143,8 +144,7 @@ def main(argv=None) -> int:
         if args.note:
             record["note"] = args.note
         if args.json:
-            with open(args.json, "a", encoding="utf-8") as out:
-                out.write(json.dumps(record) + "\n")
+            append_record(args.json, record)
     return 0
 
 

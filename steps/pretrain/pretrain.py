@@ -184,13 +184,20 @@ def sampling_seed(seed: int, micro_batch: int) -> int:
     return derived_seed(seed, "trees", micro_batch)
 
 
+# Batches each loader worker builds ahead of the loop: the loop waits on a slow batch (a bucket of
+# long rows) only once it outruns workers × this many batches. 8 left a paper-scale MXPT-SLA loop
+# waiting on its long bucket above ~45 steps/s; 32 moves that to ~180, for ~0.5 GB of queued batches
+# (benchmarks/bench_loader_epoch.py, docs/benchmarks/loader_epoch.jsonl).
+LOADER_PREFETCH = 32
+
+
 def micro_batch_loader(dataset: MicroBatches, workers: int, pin_memory: bool) -> torch.utils.data.DataLoader:
-    """Items of ``dataset`` in order; ``workers`` > 0 collates them in that many processes, 8
-    batches ahead each (on a GPU the ~0.1 ms per row of Python collation otherwise bounds the
+    """Items of ``dataset`` in order; ``workers`` > 0 collates them in that many processes,
+    `LOADER_PREFETCH` batches ahead each (on a GPU the ~0.1 ms per row of Python collation otherwise bounds the
     step rate); 0 collates in this process, one batch at a time."""
     return torch.utils.data.DataLoader(
         dataset, batch_size=None, shuffle=False, num_workers=workers, pin_memory=pin_memory,
-        prefetch_factor=8 if workers else None,
+        prefetch_factor=LOADER_PREFETCH if workers else None,
         # Forked workers share the rows copy-on-write; Tango's default "spawn" would pickle them
         # all into every worker.
         multiprocessing_context="fork" if workers else None,

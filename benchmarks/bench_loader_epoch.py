@@ -1,0 +1,121 @@
+"""The slowest batch of a pretraining epoch, as a loader worker builds it (issue 14's MXPT-SLA stall).
+
+Pretraining batches are length-bucketed, so each epoch of the paper-scale Wolof data has a bucket of
+its longest rows (256 rows padded to 475 subwords). Loader workers build batches ahead of the loop
+(`steps.pretrain.pretrain.micro_batch_loader`), but the loop takes them in order: a batch that takes a
+worker longer than the loop needs to use up the workers × `LOADER_PREFETCH` batches queued ahead of it
+stalls the loop. On an H100 that was MXPT-SLA's parse inputs for the long bucket, ~3 s an epoch.
+
+This builds every batch of one epoch of an experiment file's pretraining exactly as a worker does
+(collate, parse inputs, pack; one thread), from the file's cached inputs, and writes the tail: mean,
+median, 99th percentile and slowest batch, the worker-seconds of an epoch, and the two step rates that
+matter: above ``stalls_above`` steps/s the slowest batch outlasts the queue (the loop waits), and above
+``workers_keep_up_to`` steps/s the workers cannot keep pace on average. Both assume the workers run at
+this box's speed, one core each.
+
+    SIB_DATA_ROOT=../shared/data python benchmarks/bench_loader_epoch.py \\
+        benchmarks/gpu/wolof_mxpt_sla_paper_scale.jsonnet -w workspace --json docs/benchmarks/loader_epoch.jsonl --note "..."
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from benchmarks.records import append_record  # noqa: E402
+
+
+def epoch_timings(experiment: Path, workspace_dir: Path, epoch: int = 0, condition: str | None = None,
+                  step_name: str = "pretrained_model") -> dict:
+    """Per-batch build times of one epoch of ``experiment``'s pretraining (its condition unless
+    ``condition`` is given), from the inputs cached in ``workspace_dir``."""
+    import steps as _registered  # noqa: F401  (registers the steps)
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+    from tango.workspaces import LocalWorkspace
+
+    from models import MicroBertConfig, parse_condition
+    from models.prepared_inputs import ParseInputs
+    from steps.pretrain.collate import PretrainingCollator
+    from steps.pretrain.pretrain import LOADER_PREFETCH, BatchOrder, MicroBatches, PretrainMicrobert
+    from steps.data.vocab import load_tokenizer
+
+    graph = StepGraph.from_params(Params.from_file(experiment).pop("steps"))
+    if step_name not in graph or not isinstance(graph[step_name], PretrainMicrobert):
+        raise SystemExit(f"{experiment}: no pretrain_microbert step named {step_name!r}")
+    workspace = LocalWorkspace(workspace_dir)
+    kwargs = graph[step_name].kwargs
+    for name in ("pretraining_data", "tokenizer"):
+        if kwargs[name] not in workspace.step_cache:
+            raise SystemExit(f"{experiment}: {kwargs[name].name} is not in the cache of {workspace_dir}; run or carry it first")
+    data, tokenizer = kwargs["pretraining_data"].result(workspace), load_tokenizer(Path(kwargs["tokenizer"].result(workspace)))
+    training, condition = kwargs["training"], condition or kwargs["condition"]
+    labels = list(data["xpos_labels"])
+    config = MicroBertConfig(**parse_condition(condition).config_fields(), **(kwargs.get("model") or {}),
+                             vocab_size=len(tokenizer), num_xpos_labels=len(labels))
+    rows = data["train"]
+    order = BatchOrder(len(rows), training.batch_size, training.seed,
+                       [len(row["input_ids"]) for row in rows] if training.bucket_by_length else None)
+    collator = PretrainingCollator(tokenizer, labels, xpos_from_silver_rows=training.xpos_from_silver_rows,
+                                   mlm_probability=training.mlm_probability)
+    parse_inputs = ParseInputs(config)
+    batches = MicroBatches(rows, order, collator, training.seed, epoch * order.batches_per_epoch, order.batches_per_epoch,
+                           parse_inputs=parse_inputs if parse_inputs else None)
+    seconds, lengths = [], []
+    for index in range(len(batches)):
+        start = time.perf_counter()
+        packed = batches[index]  # what a worker hands over: collated, parse inputs built, packed
+        seconds.append(time.perf_counter() - start)
+        lengths.append(max(len(rows[i]["input_ids"]) for i in order.indices(batches.first + index)))
+    slowest = max(range(len(seconds)), key=seconds.__getitem__)
+    workers = kwargs.get("loader_workers", 0)
+    queued = workers * LOADER_PREFETCH
+    mean = statistics.mean(seconds)
+    return {
+        "experiment": str(experiment.relative_to(REPO) if experiment.is_absolute() else experiment),
+        "condition": condition, "epoch": epoch, "batches": len(seconds), "batch_size": order.batch_size,
+        "mean_ms": 1e3 * mean, "median_ms": 1e3 * statistics.median(seconds),
+        "p99_ms": 1e3 * sorted(seconds)[min(len(seconds) - 1, int(0.99 * len(seconds)))],
+        "slowest_ms": 1e3 * seconds[slowest], "slowest_padded_length": lengths[slowest],
+        "epoch_worker_seconds": sum(seconds), "loader_workers": workers, "queued_batches": queued,
+        "stalls_above_steps_per_second": queued / seconds[slowest] if queued else None,
+        "workers_keep_up_to_steps_per_second": workers / mean if workers else None,
+        "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "cpu_count": os.cpu_count(),
+        "machine": platform.processor() or platform.machine(), "load_average": list(os.getloadavg()),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiment", type=Path)
+    parser.add_argument("-w", "--workspace", type=Path, required=True, help="the workspace whose cache holds the inputs")
+    parser.add_argument("--epoch", type=int, default=0)
+    parser.add_argument("--condition", help="time another condition's batches on the same data (default: the file's)")
+    parser.add_argument("--json", type=Path, help="append the record here as one JSON line")
+    parser.add_argument("--note", help="kept in the record: which code it measured")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # a loader worker's setting
+    record = epoch_timings(args.experiment, args.workspace, args.epoch, args.condition)
+    if args.note:
+        record["note"] = args.note
+    print(f"{record['condition']}: {record['batches']} batches of epoch {record['epoch']}, mean {record['mean_ms']:.0f} ms, "
+          f"median {record['median_ms']:.0f} ms, p99 {record['p99_ms']:.0f} ms, slowest {record['slowest_ms']:.0f} ms "
+          f"(padded to {record['slowest_padded_length']}); {record['epoch_worker_seconds']:.1f} worker-s an epoch. "
+          f"With {record['loader_workers']} workers × {record['queued_batches'] // max(record['loader_workers'], 1)} queued: "
+          f"the slowest batch stalls a loop faster than {record['stalls_above_steps_per_second'] or 0:.0f} steps/s; "
+          f"the workers keep up to {record['workers_keep_up_to_steps_per_second'] or 0:.0f} steps/s")
+    if args.json:
+        append_record(args.json, record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
