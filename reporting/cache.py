@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -98,10 +99,14 @@ def graph_labels(graphs: Sequence[FileGraph]) -> Dict[str, Dict[str, Any]]:
         # A file whose tasks run at different scales (benchmarks/gpu: UD and NER each under its own
         # regime) says each fine-tune's scale through the cell that scores it.
         scored_in = {unique_id: scored for scored in graph.cells for unique_id in scored.get("finetuned", ())}
+        # Steps upstream of both (pretraining) get what the scales share ("gpu" of "gpu-paper_tenth"
+        # and "gpu-cpu_x2"), not whichever cell comes first.
+        scales = sorted({scored["scale"] for scored in graph.cells if scored.get("scale")})
+        upstream = {"scale": os.path.commonprefix(scales).rstrip("-_") or None} if len(scales) > 1 else cell
         for _, unique_id in graph.steps.values():
             entry = labels.setdefault(unique_id, {"experiments": []})
             entry["experiments"].append(graph.path)
-            own = scored_in.get(unique_id, cell)
+            own = scored_in.get(unique_id, upstream)
             for key, value in (("language", cell.get("column")), ("condition", cell.get("row")),
                                ("scale", own.get("scale") or scale_label(graph.path))):
                 if value is not None:

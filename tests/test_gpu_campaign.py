@@ -280,7 +280,7 @@ def test_a_cache_entry_copied_from_another_machine_counts_as_completed(tmp_path)
 
 def test_unpacked_entries_are_put_on_the_workspaces_record(tmp_path):
     """The report lists runs from the step-info database, which knows nothing of an entry copied in:
-    `adopt` records the given steps that are cached (not the others), as `tango run` would."""
+    `adopt` records the given steps that are cached or stopped (not the others), as `tango run` would."""
     import shutil
 
     from tango.workspaces import LocalWorkspace
@@ -298,6 +298,15 @@ def test_unpacked_entries_are_put_on_the_workspaces_record(tmp_path):
     here = LocalWorkspace(tmp_path / "here")
     assert completed_steps(here, "Double") == []
     assert campaign.adopt(tmp_path / "here", [copied, absent]) == 1
+    assert [info.unique_id for info in completed_steps(here, "Double")] == [copied.unique_id]
+    # A stopped run (its folder and checkpoint, no result) goes on record as incomplete, config and all.
+    from tango.common import Params
+
+    stopped = Step.from_params(Params({"type": "campaign_toy_double", "value": 9}))  # as an experiment file makes it
+    (tmp_path / "here" / "cache" / stopped.unique_id / "work").mkdir(parents=True)
+    assert campaign.adopt(tmp_path / "here", [stopped, absent]) == 1
+    info = here.step_info(stopped.unique_id)
+    assert info.state.value == "incomplete" and info.config["value"] == 9
     assert [info.unique_id for info in completed_steps(here, "Double")] == [copied.unique_id]
 
 

@@ -283,16 +283,18 @@ def unpack(folder: Path, workspace: Path) -> int:
 
 
 def adopt(workspace: Path, steps) -> int:
-    """Record the given steps whose results sit in `workspace`'s cache (unpacked from a device
-    call) in its step-info database, as `tango run` would on meeting them cached: the report lists
-    a workspace's runs from that database, and entries copied in had no record there."""
+    """Record the given steps whose entries sit in `workspace`'s cache (unpacked from a device
+    call) in its step-info database, as `tango run` would on meeting them: the report lists a
+    workspace's runs from that database, and entries copied in had no record there. A stopped run
+    (a checkpoint, no result) is recorded as incomplete, with its config: `reporting.cache
+    unfinished` reads its seed and length there. Returns how many were recorded."""
     from tango.workspaces import LocalWorkspace
 
     local = LocalWorkspace(workspace)
-    cached = [step for step in steps if step in local.step_cache]
-    for step in cached:
+    present = [step for step in steps if step in local.step_cache or local.step_dir(step).is_dir()]
+    for step in present:
         local.step_info(step)
-    return len(cached)
+    return len(present)
 
 
 def main(argv=None) -> int:
@@ -332,7 +334,7 @@ def main(argv=None) -> int:
             parser.error("unpack needs the folder holding the parts")
         unpack(args.folder, args.workspace)
         steps = [step for file in args.files for step in file_graph(file).values()]
-        print(f"campaign: {adopt(args.workspace, steps)} cached steps of {', '.join(args.files)} on record")
+        print(f"campaign: {adopt(args.workspace, steps)} cached or stopped steps of {', '.join(args.files)} on record")
         return 0
     if args.phase == "finetune":
         deadline = time.monotonic() + args.budget
