@@ -228,7 +228,9 @@ def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(
     monkeypatch.setattr(pace, "measure_pace", lambda *args, overrides=None, profile=None: seen.append(overrides) or {**record, "condition": "M"})
     assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--without-compile"]) == 0
     assert pace.main(["experiments/smoke/wolof_m.jsonnet"]) == 0
-    assert seen == [{"compile_encoder": None, "compile_objectives": None}, None]
+    assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--with-compile"]) == 0
+    assert seen == [{"compile_encoder": None, "compile_objectives": None}, None,
+                    {"compile_encoder": {"mode": "reduce-overhead"}, "compile_objectives": {}}]
     # --note goes into the appended record.
     records = workspace.parent / "pace.jsonl"
     assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--json", str(records), "--note", "after the fix"]) == 0

@@ -294,6 +294,22 @@ def test_sla_matches_brute_force_on_real_trees(grouped, ud_batches, monkeypatch)
                 assert torch.equal(allowed[row], expected), (delta, window, reference, row)
 
 
+def test_a_long_rows_bucket_costs_its_rows_own_lengths_not_the_padding():
+    """The µB-MXPT-SLA stall on the H100 (stop 40): one length bucket of each paper-scale epoch pads
+    256 rows to its longest (475 subwords, median 169), and the SLA distances were one T × T matmul
+    per row, 2·B·T³ FLOPs (55 GFLOP, 2.1 s of a loader worker's 6.3 s), so the loop waited on that
+    batch. On a CPU they now come in groups of similar-length rows: here one row of 400 among rows
+    of 60-120 costs ~1/7 of the padded count (the old code: all of it)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    rng = random.Random(7)
+    batch = pad_batch([random_tree(rng, rng.randint(60, 120)) for _ in range(127)] + [random_tree(rng, 400)], extra_padding=0)
+    rows, length = batch.shape
+    with FlopCounterMode(display=False) as flops:
+        sla_allowed_mask(batch, max_distance=4, window=1)
+    assert 0 < flops.get_total_flops() <= 0.25 * 2 * rows * length**3
+
+
 def test_sla_invariants(ud_batches):
     for batch in ud_batches:
         structure = TreeStructure.from_heads(batch)

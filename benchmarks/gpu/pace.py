@@ -125,8 +125,12 @@ def main(argv=None) -> int:
     parser.add_argument("--window", type=int, default=500)
     parser.add_argument("-w", "--workspace", type=Path, help="the workspace whose cache holds the inputs (default: tango.yml's)")
     parser.add_argument("--json", type=Path, help="append one JSON line per file here")
-    parser.add_argument("--without-compile", action="store_true",
-                        help="the file's levers less torch.compile (encoder and P/T losses): eager paces, no compile in the first window")
+    compiling = parser.add_mutually_exclusive_group()
+    compiling.add_argument("--without-compile", action="store_true",
+                           help="the file's levers less torch.compile (encoder and P/T losses): eager paces, no compile in the first window")
+    compiling.add_argument("--with-compile", action="store_true",
+                           help="the file's levers plus torch.compile of the encoder and P/T losses (campaign.COMPILE_LEVERS), "
+                                "also where the file leaves them out (MXPT-SLA: paper_scale.libsonnet's eager_conditions)")
     parser.add_argument("--profile", type=Path, help="profile the run and write where its time goes here (one file: one experiment)")
     parser.add_argument("--note", help="kept in each record: which code it measured (the report prints it beside the pace)")
     args = parser.parse_args(argv)
@@ -135,7 +139,7 @@ def main(argv=None) -> int:
     from benchmarks.gpu.campaign import COMPILE_LEVERS
     from benchmarks.records import append_record
 
-    overrides = dict.fromkeys(COMPILE_LEVERS) if args.without_compile else None
+    overrides = dict.fromkeys(COMPILE_LEVERS) if args.without_compile else dict(COMPILE_LEVERS) if args.with_compile else None
     for experiment in args.experiments:
         record = measure_pace(experiment, args.steps, args.window, args.workspace, overrides=overrides, profile=args.profile)
         print(f"pace: {record['condition']} on {record['device']}: {record['steps_per_second']:.1f} steps/s after the first window "
