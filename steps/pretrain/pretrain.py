@@ -186,7 +186,7 @@ def sampling_seed(seed: int, micro_batch: int) -> int:
 
 # Batches each loader worker builds ahead of the loop: the loop waits on a slow batch (a bucket of
 # long rows) only once it outruns workers × this many batches. 8 left a paper-scale MXPT-SLA loop
-# waiting on its long bucket above ~45 steps/s; 32 moves that to ~180, for ~0.5 GB of queued batches
+# waiting on its long bucket above ~45 steps/s; 32 moves that to ~190, for ~0.5 GB of queued batches
 # (benchmarks/bench_loader_epoch.py, docs/benchmarks/loader_epoch.jsonl).
 LOADER_PREFETCH = 32
 
