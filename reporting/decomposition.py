@@ -226,7 +226,17 @@ def factor_rows(cells: Sequence[Cell]) -> List[Tuple[str, str, str, str, str]]:
     return rows
 
 
-def markdown(cells: Sequence[Cell], effort: Dict) -> str:
+def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[Cell]) -> Dict[Tuple[str, str, str], List[Tuple[float, Optional[float]]]]:
+    """(test, dev) of each finished seed of the cells with no aggregate yet (their files have seeds still
+    running), {(table, encoder, regime): [...]}: shown beside the "—" of a cell that is not a cell yet."""
+    done = set(_by_key(cells))
+    return {key: [(m["test"][m["primary_metric"]], (m.get("dev") or {}).get(m["primary_metric"])) for m in seeds]
+            for key, seeds in runs.items() if key not in done and seeds}
+
+
+def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None) -> str:
+    """The grid (test mean ± sd, dev, fine-tuning effort per cell) and each factor's paired difference;
+    ``so_far`` (`seeds_so_far`): finished seeds of cells still running, under their "—"."""
     by_key = _by_key(cells)
     lines = []
     for table, (task, metric) in TASKS.items():
@@ -238,7 +248,11 @@ def markdown(cells: Sequence[Cell], effort: Dict) -> str:
             for regime in REGIMES:
                 cell = by_key.get((table, encoder, regime))
                 if cell is None:
-                    texts.append("—")
+                    finished = (so_far or {}).get((table, encoder, regime))
+                    texts.append("—" if not finished else
+                                 f"—<br>{len(finished)} seed{'s' if len(finished) > 1 else ''} so far: test "
+                                 f"{statistics.fmean(t for t, _ in finished):.2f}"
+                                 + (f", dev {statistics.fmean(d for _, d in finished):.2f}" if all(d is not None for _, d in finished) else ""))
                     continue
                 test, dev = cell.result["test"], cell.result.get("dev") or {}
                 steps, best, kept = effort.get((table, encoder, regime), (None, None, False))
@@ -286,12 +300,12 @@ def to_csv(cells: Sequence[Cell], effort: Dict) -> str:
     return out.getvalue()
 
 
-def write(cells: Sequence[Cell], effort: Dict, directory: Path) -> List[Path]:
-    """decomposition.md and decomposition.csv (the record's form) in ``directory``."""
+def write(cells: Sequence[Cell], effort: Dict, directory: Path, so_far: Optional[Dict] = None) -> List[Path]:
+    """decomposition.md and decomposition.csv (the record's form: whole cells only) in ``directory``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in ((f"{RECORD}.md", "### Where the Wolof gap is: encoders × fine-tuning regimes\n\n" + markdown(cells, effort)),
+    for name, text in ((f"{RECORD}.md", "### Where the Wolof gap is: encoders × fine-tuning regimes\n\n" + markdown(cells, effort, so_far)),
                        (f"{RECORD}.csv", to_csv(cells, effort))):
         (directory / name).write_text(text, encoding="utf-8")
         written.append(directory / name)

@@ -49,6 +49,15 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     text = decomposition.markdown(cells, effort)
     assert "| cpu | 62.00 ± 1.00<br>dev 63.00<br>1,500 steps (best epoch 19.0) | — | 66.00 ± 1.00<br>dev 67.00<br>5,000 steps (best epoch 15.0) | — |" in text
     assert "†" not in text
+    # A cell whose file still has seeds running: its finished seeds under the "—", never in the record's CSV.
+    runs = {("decomposition:ud", "paper", "paper"): [{"primary_metric": "las", "test": {"las": 76.0}, "dev": {"las": 77.0}},
+                                                     {"primary_metric": "las", "test": {"las": 75.0}, "dev": {"las": 76.0}}],
+            ("decomposition:ud", "cpu", "cpu"): [{"primary_metric": "las", "test": {"las": 1.0}, "dev": {"las": 1.0}}]}
+    so_far = decomposition.seeds_so_far(runs, cells)
+    assert list(so_far) == [("decomposition:ud", "paper", "paper")]  # cpu × cpu is a whole cell already
+    partial = decomposition.markdown(cells, effort, so_far)
+    assert "| paper | — | — | — | — | —<br>2 seeds so far: test 75.50, dev 76.50 |" in partial
+    assert "75.50" not in decomposition.to_csv(cells, effort)
 
     decomposition.write(cells, effort, decomposition.DOCS)  # the record, then a fresh cache without these cells
     recorded, recorded_effort = decomposition.decomposition_cells(LocalWorkspace(tmp_path / "fresh").dir)
