@@ -37,42 +37,27 @@ def epoch_timings(experiment: Path, workspace_dir: Path, epoch: int = 0, conditi
                   step_name: str = "pretrained_model") -> dict:
     """Per-batch build times of one epoch of ``experiment``'s pretraining (its condition unless
     ``condition`` is given), from the inputs cached in ``workspace_dir``."""
-    import steps as _registered  # noqa: F401  (registers the steps)
-    from tango.common import Params
-    from tango.step_graph import StepGraph
-    from tango.workspaces import LocalWorkspace
-
-    from models import MicroBertConfig, parse_condition
+    from benchmarks.gpu.pace import cached_pretraining
     from models.prepared_inputs import ParseInputs
-    from steps.pretrain.collate import PretrainingCollator
-    from steps.pretrain.pretrain import LOADER_PREFETCH, BatchOrder, MicroBatches, PretrainMicrobert
     from steps.data.vocab import load_tokenizer
+    from steps.pretrain.pretrain import LOADER_PREFETCH, MicroBatches, batch_order, pretraining_collator
 
-    graph = StepGraph.from_params(Params.from_file(experiment).pop("steps"))
-    if step_name not in graph or not isinstance(graph[step_name], PretrainMicrobert):
-        raise SystemExit(f"{experiment}: no pretrain_microbert step named {step_name!r}")
-    workspace = LocalWorkspace(workspace_dir)
-    kwargs = graph[step_name].kwargs
-    for name in ("pretraining_data", "tokenizer"):
-        if kwargs[name] not in workspace.step_cache:
-            raise SystemExit(f"{experiment}: {kwargs[name].name} is not in the cache of {workspace_dir}; run or carry it first")
-    data, tokenizer = kwargs["pretraining_data"].result(workspace), load_tokenizer(Path(kwargs["tokenizer"].result(workspace)))
+    step, kwargs = cached_pretraining(experiment, workspace_dir, step_name)
+    data, tokenizer = kwargs["pretraining_data"], load_tokenizer(Path(kwargs["tokenizer"]))
     training, condition = kwargs["training"], condition or kwargs["condition"]
     labels = list(data["xpos_labels"])
-    config = MicroBertConfig(**parse_condition(condition).config_fields(), **(kwargs.get("model") or {}),
-                             vocab_size=len(tokenizer), num_xpos_labels=len(labels))
+    # The step's own model config (condition, overrides, vocabulary), as its loader workers get it.
+    config = step._build_model(condition, kwargs.get("model") or {}, len(tokenizer), len(labels), training.seed).config
     rows = data["train"]
-    order = BatchOrder(len(rows), training.batch_size, training.seed,
-                       [len(row["input_ids"]) for row in rows] if training.bucket_by_length else None)
-    collator = PretrainingCollator(tokenizer, labels, xpos_from_silver_rows=training.xpos_from_silver_rows,
-                                   mlm_probability=training.mlm_probability)
+    order = batch_order(rows, training)
+    collator = pretraining_collator(tokenizer, labels, training, kwargs.get("soft_label_table"))
     parse_inputs = ParseInputs(config)
     batches = MicroBatches(rows, order, collator, training.seed, epoch * order.batches_per_epoch, order.batches_per_epoch,
                            parse_inputs=parse_inputs if parse_inputs else None)
     seconds, lengths = [], []
     for index in range(len(batches)):
         start = time.perf_counter()
-        packed = batches[index]  # what a worker hands over: collated, parse inputs built, packed
+        batches[index]  # what a worker hands over: collated, parse inputs built, packed
         seconds.append(time.perf_counter() - start)
         lengths.append(max(len(rows[i]["input_ids"]) for i in order.indices(batches.first + index)))
     slowest = max(range(len(seconds)), key=seconds.__getitem__)

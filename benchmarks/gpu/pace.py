@@ -64,8 +64,9 @@ def profile_summary(averages, steps: int, rows: int = 30) -> str:
     return "\n".join(lines)
 
 
-def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optional[Path] = None, step_name: str = "pretrained_model",
-                 overrides: Optional[dict] = None, profile: Optional[Path] = None) -> dict:
+def cached_pretraining(experiment: Path, workspace_dir: Optional[Path] = None, step_name: str = "pretrained_model"):
+    """``experiment``'s pretraining step and its arguments, its inputs (data, tokenizer, soft labels)
+    read from the cache of ``workspace_dir`` (default tango.yml's): what a probe of its loop needs."""
     import steps as _registered  # noqa: F401  (registers the steps; compat shims first)
     from tango.common import Params
     from tango.settings import TangoGlobalSettings
@@ -74,21 +75,30 @@ def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optio
 
     from steps.pretrain.pretrain import PretrainMicrobert
 
-    if steps % window or steps < 2 * window:
-        raise SystemExit(f"--steps ({steps}) must be a multiple of --window ({window}) and at least two windows")
-    settings = TangoGlobalSettings.from_file(REPO / "tango.yml")
     graph = StepGraph.from_params(Params.from_file(experiment).pop("steps"))
     if step_name not in graph or not isinstance(graph[step_name], PretrainMicrobert):
         raise SystemExit(f"{experiment}: no pretrain_microbert step named {step_name!r}")
-    workspace = LocalWorkspace(workspace_dir or REPO / settings.workspace["dir"])
+    workspace = LocalWorkspace(workspace_dir or REPO / TangoGlobalSettings.from_file(REPO / "tango.yml").workspace["dir"])
     configured = graph[step_name]
     kwargs = dict(configured.kwargs)
     for name in ("pretraining_data", "tokenizer", "soft_label_table"):
         if hasattr(kwargs.get(name), "result"):
             dependency = kwargs[name]
             if dependency not in workspace.step_cache:
-                raise SystemExit(f"{experiment}: {dependency.name} is not in the cache of {workspace.dir}; carry it first")
+                raise SystemExit(f"{experiment}: {dependency.name} is not in the cache of {workspace.dir}; run or carry it first")
             kwargs[name] = dependency.result(workspace)
+    return configured, kwargs
+
+
+def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optional[Path] = None, step_name: str = "pretrained_model",
+                 overrides: Optional[dict] = None, profile: Optional[Path] = None) -> dict:
+    from tango.workspaces import LocalWorkspace
+
+    from steps.pretrain.pretrain import PretrainMicrobert
+
+    if steps % window or steps < 2 * window:
+        raise SystemExit(f"--steps ({steps}) must be a multiple of --window ({window}) and at least two windows")
+    _, kwargs = cached_pretraining(experiment, workspace_dir, step_name)
     training = copy.deepcopy(kwargs["training"])
     full_steps = training.max_steps
     training.max_steps, training.validate_every, training.checkpoint_every = steps, window, steps

@@ -179,6 +179,18 @@ class MicroBatches(torch.utils.data.Dataset):
         return batch
 
 
+def batch_order(rows: Sequence[Any], config: PretrainingConfig) -> BatchOrder:
+    """The run's micro-batch order over ``rows``: length-bucketed unless the config says otherwise."""
+    lengths = [len(row["input_ids"]) for row in rows] if config.bucket_by_length else None
+    return BatchOrder(len(rows), config.batch_size, config.seed, lengths)
+
+
+def pretraining_collator(tokenizer, xpos_labels: Sequence[str], config: PretrainingConfig, soft_label_table=None) -> PretrainingCollator:
+    """The run's collator: its MLM rate and XPOS rows from the config, H's soft labels if given."""
+    return PretrainingCollator(tokenizer, xpos_labels, xpos_from_silver_rows=config.xpos_from_silver_rows,
+                               mlm_probability=config.mlm_probability, soft_label_table=soft_label_table)
+
+
 def sampling_seed(seed: int, micro_batch: int) -> int:
     """The seed of micro-batch k's P/T samples, wherever they are drawn (loader or model)."""
     return derived_seed(seed, "trees", micro_batch)
@@ -270,6 +282,15 @@ class TrainingWatch:
             logger.info("step %d/%d: %.1f steps/s, %.0f tokens/s in this window", step, max_steps, rate,
                         window["tokens"] / max(window["seconds"], 1e-9))
             self._last_log, self._last_step = now, step
+
+    @contextmanager
+    def running(self, step: int):
+        """`start` at ``step`` for the block, `stop` after it however it ends."""
+        self.start(step)
+        try:
+            yield self
+        finally:
+            self.stop()
 
     def stop(self) -> None:
         if self._armed:
@@ -433,10 +454,7 @@ class PretrainMicrobert(Step):
         if soft_labelled != (soft_label_table is not None):
             raise ValueError(f"condition {condition} " + ("trains on n-gram soft labels: give it soft_label_table (precompute_soft_labels)"
                                                          if soft_labelled else "reads no soft labels; drop soft_label_table"))
-        collator = PretrainingCollator(
-            tokenizer, xpos_labels, xpos_from_silver_rows=config.xpos_from_silver_rows, mlm_probability=config.mlm_probability,
-            soft_label_table=soft_label_table,
-        )
+        collator = pretraining_collator(tokenizer, xpos_labels, config, soft_label_table)
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
         # The encoder (few shapes: CUDA graphs pay off) apart from the P/T losses, whose sample counts vary per batch.
         compile_module(model.bert, compile_encoder)
@@ -448,8 +466,7 @@ class PretrainMicrobert(Step):
         from transformers import get_cosine_schedule_with_warmup
 
         scheduler = get_cosine_schedule_with_warmup(optimizer, config.warmup_steps, config.max_steps)
-        lengths = [len(row["input_ids"]) for row in train_rows] if config.bucket_by_length else None
-        order = BatchOrder(len(train_rows), config.batch_size, config.seed, lengths)
+        order = batch_order(train_rows, config)
         if order.batch_size < config.batch_size:
             self.logger.warning("only %d training rows: batches of %d instead of %d", len(train_rows), order.batch_size, config.batch_size)
 
@@ -519,74 +536,70 @@ class PretrainMicrobert(Step):
         # steps, so a GPU is not made to wait for the host after each step. The bookkeeping of each
         # step is the same arithmetic in the same order whenever it happens (`_record_steps`).
         pending: List[Dict[str, Any]] = []
-        watch.start(state["step"])
-        with StopAtStepBoundary() as stop:
-            try:
-                while state["step"] < config.max_steps:
-                    step_start = time.perf_counter()
-                    losses, tokens = [], 0
-                    for part in range(config.grad_accumulation):
-                        micro = state["step"] * config.grad_accumulation + part
-                        packed = next(micro_batches)
-                        tokens += packed.tokens  # counted in the loader: no device wait
-                        batch = packed.unpack(device, non_blocking=True)
-                        model.set_sampling_seed(sampling_seed(config.seed, micro))
-                        with autocast:
-                            output = model(**batch)
-                        (output.loss / config.grad_accumulation).backward()
-                        names = ["loss", *(f"{name}_loss" for name in output.losses)]
-                        losses.append((names, torch.stack([output.loss.detach().float(), *(v.detach().float() for v in output.losses.values())])))
-                    optimizer.step()
-                    scheduler.step()
-                    optimizer.zero_grad(set_to_none=True)
-                    state["step"] += 1
-                    step = state["step"]
-                    pending.append({"step": step, "losses": losses, "tokens": tokens, "lr": scheduler.get_last_lr()[0],
-                                    "seconds": time.perf_counter() - step_start})
-                    progress.update(1)
-                    validating = step % config.validate_every == 0 or step == config.max_steps
-                    checkpointing = step % config.checkpoint_every == 0 or step == config.max_steps or stop.requested
-                    if validating or checkpointing or len(pending) >= watch.sync_every or step == crash_after:
-                        self._record_steps(pending, state, window, config, progress, tracker)
-                        pending = []
-                        watch.beat(step, config.max_steps, window, self.logger)
-                    if validating:
-                        with autocast:
-                            record = self._validate(model, collator, dev_rows, config, device)
-                        record.update(
-                            step=step,
-                            lr=scheduler.get_last_lr()[0],
-                            train_loss=window["loss"] / max(window["steps"], 1),
-                            tokens_per_second=window["tokens"] / max(window["seconds"], 1e-9),
-                            train_tokens=state["train_tokens"],
-                            wall_seconds=wall_before + time.perf_counter() - session_start,
-                        )
-                        state["history"].append(record)
-                        window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
-                        self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
-                        tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
-                    if checkpointing:
-                        state["wall_seconds"] = wall_before + time.perf_counter() - session_start
-                        save_atomically(
-                            {
-                                "model": model.state_dict(),
-                                "optimizer": optimizer.state_dict(),
-                                "scheduler": scheduler.state_dict(),
-                                "rng": torch.get_rng_state(),
-                                "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                                "state": state,
-                            },
-                            checkpoint_path,
-                        )
-                    if crash_after is not None and step == crash_after:
-                        progress.close()
-                        raise SimulatedCrash(f"{CRASH_AFTER_STEP_ENV}={crash_after}: stopping after step {step}")
-                    if stop.requested and step < config.max_steps:
-                        progress.close()
-                        self.logger.info("interrupted: stopped after step %d of %d, checkpoint written; run again to resume", step, config.max_steps)
-                        raise KeyboardInterrupt(f"stopped after step {step}, checkpoint written")
-            finally:
-                watch.stop()
+        with StopAtStepBoundary() as stop, watch.running(state["step"]):
+            while state["step"] < config.max_steps:
+                step_start = time.perf_counter()
+                losses, tokens = [], 0
+                for part in range(config.grad_accumulation):
+                    micro = state["step"] * config.grad_accumulation + part
+                    packed = next(micro_batches)
+                    tokens += packed.tokens  # counted in the loader: no device wait
+                    batch = packed.unpack(device, non_blocking=True)
+                    model.set_sampling_seed(sampling_seed(config.seed, micro))
+                    with autocast:
+                        output = model(**batch)
+                    (output.loss / config.grad_accumulation).backward()
+                    names = ["loss", *(f"{name}_loss" for name in output.losses)]
+                    losses.append((names, torch.stack([output.loss.detach().float(), *(v.detach().float() for v in output.losses.values())])))
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                state["step"] += 1
+                step = state["step"]
+                pending.append({"step": step, "losses": losses, "tokens": tokens, "lr": scheduler.get_last_lr()[0],
+                                "seconds": time.perf_counter() - step_start})
+                progress.update(1)
+                validating = step % config.validate_every == 0 or step == config.max_steps
+                checkpointing = step % config.checkpoint_every == 0 or step == config.max_steps or stop.requested
+                if validating or checkpointing or len(pending) >= watch.sync_every or step == crash_after:
+                    self._record_steps(pending, state, window, config, progress, tracker)
+                    pending = []
+                    watch.beat(step, config.max_steps, window, self.logger)
+                if validating:
+                    with autocast:
+                        record = self._validate(model, collator, dev_rows, config, device)
+                    record.update(
+                        step=step,
+                        lr=scheduler.get_last_lr()[0],
+                        train_loss=window["loss"] / max(window["steps"], 1),
+                        tokens_per_second=window["tokens"] / max(window["seconds"], 1e-9),
+                        train_tokens=state["train_tokens"],
+                        wall_seconds=wall_before + time.perf_counter() - session_start,
+                    )
+                    state["history"].append(record)
+                    window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
+                    self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
+                    tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
+                if checkpointing:
+                    state["wall_seconds"] = wall_before + time.perf_counter() - session_start
+                    save_atomically(
+                        {
+                            "model": model.state_dict(),
+                            "optimizer": optimizer.state_dict(),
+                            "scheduler": scheduler.state_dict(),
+                            "rng": torch.get_rng_state(),
+                            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                            "state": state,
+                        },
+                        checkpoint_path,
+                    )
+                if crash_after is not None and step == crash_after:
+                    progress.close()
+                    raise SimulatedCrash(f"{CRASH_AFTER_STEP_ENV}={crash_after}: stopping after step {step}")
+                if stop.requested and step < config.max_steps:
+                    progress.close()
+                    self.logger.info("interrupted: stopped after step %d of %d, checkpoint written; run again to resume", step, config.max_steps)
+                    raise KeyboardInterrupt(f"stopped after step {step}, checkpoint written")
         progress.close()
         state["wall_seconds"] = wall_before + time.perf_counter() - session_start
         result = self._export(model, tokenizer_dir, run_info, state)
