@@ -53,9 +53,11 @@ class TreeStructure:
     def from_heads(cls, heads: torch.Tensor) -> "TreeStructure":
         heads = heads.long()
         is_node = heads >= 0
+        # Two ways to the same tensors: walking up on a CPU, pointer doubling on an accelerator or
+        # under torch.compile, where each walking step's "go on?" is a sync or a graph break. The
+        # walk counts depth, height and sizes as it goes, where the doubling's reductions read the
+        # whole (B, T, T) matrix (seconds for 256 × 475 on a CPU).
         if heads.device.type == "cpu" and not torch.compiler.is_compiling():
-            # The walk counts depth, height and sizes as it goes: (B, T) work per tree level, where
-            # the doubling's reductions read the whole (B, T, T) matrix (seconds for 256 × 475).
             ancestors, subtree, depth, height, subtree_size = _walk_to_root(heads)
         else:
             ancestors, subtree, depth, height, subtree_size = _structure_by_doubling(heads)
@@ -73,19 +75,6 @@ class TreeStructure:
     def distance(self) -> torch.Tensor:
         """Undirected path length between tree nodes; see `tree_distance`."""
         return _distance_from_ancestors(self.ancestors, self.is_node, self.depth)
-
-
-def ancestor_matrix(heads: torch.Tensor) -> torch.Tensor:
-    """(B, T, T) bool: ``out[b, i, j]`` iff node j is a proper ancestor of node i (ROOT excluded).
-    Raises on a cycle. Two ways to the same matrix: walking up on a CPU, pointer doubling on an
-    accelerator or under torch.compile, where each walking step's "go on?" is a sync or a graph break."""
-    if heads.device.type == "cpu" and not torch.compiler.is_compiling():
-        return _ancestors_by_walking(heads)
-    return _ancestors_by_doubling(heads)
-
-
-def _ancestors_by_walking(heads: torch.Tensor) -> torch.Tensor:
-    return _walk_to_root(heads)[0]
 
 
 def _walk_to_root(heads: torch.Tensor):

@@ -256,7 +256,7 @@ def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
     the figures the speed bars are about, each condition's projected run against µB-M's fastest."""
     if not path.exists():
         return f"_not recorded: run `bash benchmarks/gpu/allocation.sh 540 pace=m,mxpt_sla` on a GPU machine (README), records in {path}_\n"
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = read_jsonl(path)
     fastest_m = min((r["full_run_minutes"] for r in records if r["condition"] == "M"), default=None)
     rows = [(r["condition"], r.get("gpu") or r["device"], _levers_text(r["levers"]), r["loader_workers"], r["steps"],
              r["steps_per_second"], r["full_run_minutes"], None if fastest_m is None else r["full_run_minutes"] / fastest_m,
@@ -279,7 +279,7 @@ def loader_epoch_section(path: Path = LOADER_EPOCH_JSONL) -> str:
     if not path.exists():
         return (f"_not recorded: run `python benchmarks/bench_loader_epoch.py benchmarks/gpu/wolof_mxpt_sla_paper_scale.jsonnet "
                 f"-w workspace --json {path}`_\n")
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = read_jsonl(path)
     rows = [(r["condition"], r["batches"], r["mean_ms"], r["median_ms"], r["p99_ms"], r["slowest_ms"], r["slowest_padded_length"],
              f"{r['loader_workers']} × {r['queued_batches'] // max(r['loader_workers'], 1)}", r["stalls_above_steps_per_second"],
              r["workers_keep_up_to_steps_per_second"], r.get("note", "")) for r in records]

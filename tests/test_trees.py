@@ -183,12 +183,12 @@ def test_structure_on_small_tree():
 
 @pytest.mark.parametrize("build", ["walking", "doubling"])
 def test_both_ways_to_the_ancestors_agree_with_the_tree_up_to_the_deepest_chain(build, ud_batches):
-    """The CPU's walk and the accelerator's pointer doubling (`ancestor_matrix` picks by device),
-    each against brute force: the real trees, and chains whose every token heads the next, filling
-    the row but for [CLS] and [SEP] (doubling's round count is set by the row length)."""
+    """The CPU's walk and the accelerator's pointer doubling (`TreeStructure.from_heads` picks by
+    device), each against brute force: the real trees, and chains whose every token heads the next,
+    filling the row but for [CLS] and [SEP] (doubling's round count is set by the row length)."""
     from models import trees
 
-    ancestors_of = getattr(trees, f"_ancestors_by_{build}")
+    ancestors_of = {"walking": lambda heads: trees._walk_to_root(heads)[0], "doubling": trees._ancestors_by_doubling}[build]
     chains = [pad_batch([[0] + list(range(1, n))], extra_padding=0) for n in (1, 2, 3, 7, 8, 9, 62, 63, 64)]
     for heads in list(ud_batches) + chains:
         expected = torch.zeros(heads.shape + heads.shape[1:], dtype=torch.bool)

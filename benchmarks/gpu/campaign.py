@@ -333,8 +333,8 @@ def main(argv=None) -> int:
         if args.folder is None:
             parser.error("unpack needs the folder holding the parts")
         unpack(args.folder, args.workspace)
-        steps = [step for file in args.files for step in file_graph(file).values()]
-        print(f"campaign: {adopt(args.workspace, steps)} cached or stopped steps of {', '.join(args.files)} on record")
+        steps = {step.unique_id: step for file in args.files for step in file_graph(file).values()}  # files share steps
+        print(f"campaign: {adopt(args.workspace, steps.values())} cached or stopped steps of {', '.join(args.files)} on record")
         return 0
     if args.phase == "finetune":
         deadline = time.monotonic() + args.budget
