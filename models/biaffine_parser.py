@@ -166,15 +166,39 @@ class BiaffineDependencyParser(nn.Module):
 
     @torch.no_grad()
     def decode(self, output: ParserOutput) -> Tuple[List[List[int]], List[List[int]]]:
-        """Per sentence: MST heads (1-based, 0 = ROOT, exactly one root) and label ids."""
-        arc_log_probs = torch.log_softmax(output.arc_scores, dim=-1).cpu().numpy()
+        """Per sentence: MST heads (1-based, 0 = ROOT, exactly one root) and label ids.
+
+        Where every word's best head already makes a tree with one root, that tree is the MST
+        (no tree scores more than each word's best arc), so only the other sentences go through
+        Chu-Liu/Edmonds, one at a time on the CPU: a trained parser's dev set is mostly the former."""
+        arc_log_probs = torch.log_softmax(output.arc_scores, dim=-1)
+        greedy, is_tree = greedy_trees(arc_log_probs, output.mask)
         lengths = output.mask.sum(-1).tolist()  # ROOT included
-        trees = [mst_heads(arc_log_probs[b, :n, :n]) for b, n in enumerate(lengths)]
+        greedy, is_tree = greedy.tolist(), is_tree.tolist()
+        needs_mst = [b for b, tree in enumerate(is_tree) if not tree]
+        log_probs_to_search = arc_log_probs[needs_mst].cpu().numpy() if needs_mst else None
+        trees = [greedy[b][1:n] for b, n in enumerate(lengths)]
+        for row, b in enumerate(needs_mst):
+            trees[b] = mst_heads(log_probs_to_search[row, : lengths[b], : lengths[b]])
         heads = torch.zeros(output.mask.shape[0], output.mask.shape[1] - 1, dtype=torch.long)
         for b, tree in enumerate(trees):
             heads[b, : len(tree)] = torch.as_tensor(tree)
         labels = self.label_logits(output, heads.to(output.arc_scores.device)).argmax(-1).cpu()
         return [list(tree) for tree in trees], [labels[b, : len(tree)].tolist() for b, tree in enumerate(trees)]
+
+
+def greedy_trees(arc_scores: torch.Tensor, mask: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Each word's best head, (B, W+1) with 0 at ROOT and padding, and whether they make a tree
+    with exactly one dependent of ROOT, (B,). Vectorised on the scores' device: a word's chain of
+    heads reaches ROOT within W steps unless it is on or above a cycle, and ⌈log2(W+1)⌉ rounds of
+    pointer doubling follow 2^k steps at once."""
+    heads = arc_scores.argmax(-1).masked_fill(~mask, 0)
+    heads[:, 0] = 0
+    one_root = ((heads == 0) & mask).sum(-1) == 2  # ROOT itself, and one word
+    ancestor = heads
+    for _ in range(max(1, (mask.shape[1] - 1).bit_length())):
+        ancestor = ancestor.gather(1, ancestor)
+    return heads, one_root & (ancestor == 0).all(-1)
 
 
 def mst_heads(log_probs: np.ndarray) -> List[int]:
@@ -189,4 +213,4 @@ def mst_heads(log_probs: np.ndarray) -> List[int]:
     return [int(h) for h in chuliu_edmonds_one_root(scores)[1:]]
 
 
-__all__ = ["BiaffineDependencyParser", "ParserOutput", "mst_heads"]
+__all__ = ["BiaffineDependencyParser", "ParserOutput", "greedy_trees", "mst_heads"]

@@ -9,7 +9,7 @@ import pytest
 import torch
 from tango.workspaces import LocalWorkspace
 
-from models.biaffine_parser import BiaffineDependencyParser, mst_heads
+from models.biaffine_parser import BiaffineDependencyParser, ParserOutput, greedy_trees, mst_heads
 from steps.common.data_root import DataPath
 from steps.pretrain.encoders import RandomInitEncoder
 from steps.finetune.ud_parser import FinetuneUdParser, ParserTrainingConfig, bucketed_batches
@@ -95,6 +95,71 @@ def test_mst_recovers_a_tree_the_scores_clearly_encode():
     for dependent, head in enumerate(gold, 1):
         scores[dependent, head] = -0.01
     assert mst_heads(scores) == gold
+
+
+def _is_one_rooted_tree(heads) -> bool:
+    """Brute force: one dependent of ROOT, and every word's chain of heads reaches ROOT."""
+    if sum(head == 0 for head in heads) != 1:
+        return False
+    for word in range(1, len(heads) + 1):
+        seen, node = set(), word
+        while node != 0:
+            if node in seen:
+                return False
+            seen.add(node)
+            node = heads[node - 1]
+    return True
+
+
+def _batch_of_scores(rng, lengths, peak):
+    """(B, W+1, W+1) arc scores as the parser masks them (no self-loop, no padded head, ROOT's
+    row unscored); ``peak`` raises one random head per word, so larger peaks make more trees."""
+    width = max(lengths) + 1
+    scores = torch.as_tensor(rng.normal(size=(len(lengths), width, width)), dtype=torch.float32)
+    mask = torch.zeros(len(lengths), width, dtype=torch.bool)
+    for b, n in enumerate(lengths):
+        mask[b, : n + 1] = True
+        for word in range(1, n + 1):
+            scores[b, word, rng.choice([h for h in range(n + 1) if h != word])] += peak
+    blocked = ~mask[:, None, :] | torch.eye(width, dtype=torch.bool)
+    scores = scores.masked_fill(blocked, float("-inf"))
+    scores[:, 0] = float("-inf")
+    return scores, mask
+
+
+def test_greedy_tree_check_matches_a_brute_force_walk():
+    rng = np.random.default_rng(1)
+    lengths = [1, 2, 3, 5, 8, 13, 21, 34, 40] * 6
+    checked = {True: 0, False: 0}
+    for peak in (0.0, 4.0, 8.0):
+        scores, mask = _batch_of_scores(rng, lengths, peak)
+        heads, is_tree = greedy_trees(torch.log_softmax(scores, -1), mask)
+        for b, n in enumerate(lengths):
+            words = heads[b, 1 : n + 1].tolist()
+            assert words == scores[b, 1 : n + 1, : n + 1].argmax(-1).tolist()
+            assert bool(is_tree[b]) == _is_one_rooted_tree(words), (n, words)
+            assert heads[b, n + 1 :].eq(0).all()
+            checked[bool(is_tree[b])] += 1
+    assert min(checked.values()) > 20, checked  # both outcomes were exercised
+
+
+def test_decode_gives_chu_liu_edmonds_trees_with_or_without_the_greedy_shortcut():
+    """``decode`` skips Chu-Liu/Edmonds where the greedy heads are a one-rooted tree; on batches
+    mixing both kinds it must give exactly what Chu-Liu/Edmonds gives for every sentence."""
+    rng = np.random.default_rng(2)
+    lengths = [1, 2, 4, 7, 12, 25, 38] * 8
+    parser = BiaffineDependencyParser.__new__(BiaffineDependencyParser)
+    shortcuts = 0
+    for peak in (2.0, 6.0, 10.0):
+        scores, mask = _batch_of_scores(rng, lengths, peak)
+        output = ParserOutput(scores, torch.zeros(len(lengths), scores.shape[1], 1), torch.zeros(len(lengths), scores.shape[1], 1), mask)
+        parser.label_logits = lambda output, heads: torch.zeros(*heads.shape, 3)
+        heads, _ = BiaffineDependencyParser.decode(parser, output)
+        log_probs = torch.log_softmax(scores, -1).numpy()
+        for b, n in enumerate(lengths):
+            assert heads[b] == mst_heads(log_probs[b, : n + 1, : n + 1]), (peak, n)
+        shortcuts += int(greedy_trees(torch.log_softmax(scores, -1), mask)[1].sum())
+    assert 0 < shortcuts < 3 * len(lengths)  # both paths were taken
 
 
 def test_parser_loss_and_decode_shapes(plain_encoder):
