@@ -55,7 +55,8 @@ def resumed_run_matches(monkeypatch):
 
     from steps.finetune.loop import CHECKPOINT_NAME, CRASH_AFTER_EPOCH_ENV
 
-    timings = {"seconds", "train_seconds", "wall_seconds", "eval_seconds", "parse_seconds", "train_tokens_per_second", "resumed_from"}
+    timings = {"seconds", "train_seconds", "wall_seconds", "eval_seconds", "dev_seconds", "parse_seconds", "train_tokens_per_second",
+               "resumed_from"}
 
     def untimed(value):
         if isinstance(value, dict):

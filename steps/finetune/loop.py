@@ -4,10 +4,12 @@
 
 Epochs of a fixed number of batches; the dev set is scored after every epoch (and, if the task asks,
 once before training: epoch 0); the weights of the best dev epoch on the task's metric are kept;
-patience stops a run that no longer improves; a non-finite loss stops it with an error.
+patience stops a run that no longer improves; a non-finite loss stops it with an error at the end
+of its epoch, before that epoch's checkpoint.
 
 Every ``checkpoint_every`` epochs (and at the last one) the full state is written atomically to the
-step's work directory: model, optimizer, scheduler, the CPU (and CUDA) RNG that drives dropout, the
+step's work directory (on a GPU at most once a minute, ``checkpoint_interval``: a paper-regime
+parser's state is ~180 MiB and its epochs take seconds there): model, optimizer, scheduler, the CPU (and CUDA) RNG that drives dropout, the
 batch-order stream, the best weights so far, the history. Running the same step again after a kill
 resumes there ("resuming after epoch N" in the log, ``resumed_from`` in the outcome) and, on CPU,
 ends bit-for-bit where the uninterrupted run ends. Tango's ``TorchTrainStep`` is not used: it
@@ -34,6 +36,7 @@ from steps.common.tracking import NullTracker
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "finetune-checkpoint.pt"
+GPU_CHECKPOINT_INTERVAL = 60.0  # seconds; see `train`
 # Test hook: raise `SimulatedCrash` right after epoch N (after its checkpoint, if one is due), as
 # if the process had been killed there. Not part of any cache key.
 CRASH_AFTER_EPOCH_ENV = "SIB_FINETUNE_CRASH_AFTER_EPOCH"
@@ -133,6 +136,14 @@ class FinetuneOutcome:
             self.checkpoint.unlink(missing_ok=True)
 
 
+def to_device(batch: Batch, device: torch.device) -> Batch:
+    """A batch's tensors on ``device``. To a GPU they go from pinned memory without a host wait, so
+    the host builds the next batch while the device still runs this one's step."""
+    if device.type != "cuda":
+        return {key: value.to(device) for key, value in batch.items()}
+    return {key: value.pin_memory().to(device, non_blocking=True) for key, value in batch.items()}
+
+
 def snapshot(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
     """A CPU copy of the weights, kept for the best dev epoch (training goes on in place)."""
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
@@ -147,12 +158,19 @@ def _evaluate(task: FinetuneTask) -> Dict[str, Any]:
 
 
 def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_every: int = 1,
-          log: logging.Logger = logger, tracker: NullTracker = NullTracker()) -> FinetuneOutcome:
+          log: logging.Logger = logger, tracker: NullTracker = NullTracker(),
+          checkpoint_interval: Optional[float] = None) -> FinetuneOutcome:
     """Train ``task.model`` in place for ``task.epochs`` epochs (fewer with patience), resuming
     from ``work_dir``'s checkpoint if there is one; load the kept weights and return the outcome.
-    Every epoch's history record goes to ``tracker`` (`steps.common.tracking`), keyed by epoch."""
+    Every epoch's history record goes to ``tracker`` (`steps.common.tracking`), keyed by epoch.
+    ``checkpoint_interval``: seconds that must pass between two checkpoints that ``checkpoint_every``
+    makes due (default: 60 on a GPU, 0 elsewhere); the last epoch's and a stop's are always written.
+    Which epochs are saved never changes what a run computes, only where a resumed one starts."""
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be positive, got {checkpoint_every}")
+    if checkpoint_interval is None:
+        checkpoint_interval = GPU_CHECKPOINT_INTERVAL if device.type == "cuda" else 0.0
+    last_checkpoint = time.monotonic()
     model = task.model
     state: Dict[str, Any] = {"epoch": 0, "steps": 0, "history": [], "best_value": -math.inf, "best_epoch": None,
                              "stopped": False, "train_seconds": 0.0, "loop_seconds": 0.0, "count": 0, "resumed_from": []}
@@ -186,35 +204,43 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
         epoch_start = time.perf_counter()
         model.train()
         totals = EpochTotals(0.0, 0, 0, state["steps"])
+        # The batch losses stay on the device until the epoch ends: reading one per step would make
+        # the host wait for each step's kernels before queueing the next (on a GPU, most of a step).
+        losses: List[torch.Tensor] = []
         for indices in task.batches.next_epoch():
             batch = task.make_batch(indices)
             loss = task.loss(model, batch)
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise FloatingPointError(f"{task.name}: training loss is {value} at step {totals.steps + 1} (epoch {epoch}); try a lower lr")
             loss.backward()
             task.clip_gradients()
             task.optimizer.step()
             if task.scheduler is not None:
                 task.scheduler.step()
             task.optimizer.zero_grad(set_to_none=True)
-            totals.loss += value
-            totals.batches += 1
-            totals.steps += 1
+            losses.append(loss.detach())
             if task.count is not None:
                 totals.count += task.count(batch)
             progress.update(1)
-            progress.set_postfix(loss=f"{value:.3f}", epoch=epoch)
+        values = torch.stack(losses).tolist() if losses else []
+        for number, value in enumerate(values, totals.steps + 1):
+            if not math.isfinite(value):
+                raise FloatingPointError(f"{task.name}: training loss is {value} at step {number} (epoch {epoch}); try a lower lr")
+            totals.loss += value
+        totals.batches, totals.steps = len(values), totals.steps + len(values)
+        if values:
+            progress.set_postfix(loss=f"{totals.loss / totals.batches:.3f}", epoch=epoch)
         state["train_seconds"] += time.perf_counter() - epoch_start
         state["epoch"], state["steps"], state["count"] = epoch, totals.steps, state["count"] + totals.count
-        scores = _evaluate(task) if task.evaluate is not None else {}
+        dev_start = time.perf_counter()
+        scores = {**_evaluate(task), "dev_seconds": time.perf_counter() - dev_start} if task.evaluate is not None else {}
         if _select(task, state, scores, totals, time.perf_counter() - epoch_start, log, tracker):
             best_weights = snapshot(model)
         if task.patience is not None and task.evaluate is not None and epoch - (state["best_epoch"] or 0) >= task.patience:
             log.info("%s: no better dev %s for %d epochs: stopping after epoch %d", task.name, task.metric, task.patience, epoch)
             state["stopped"] = True
         state["loop_seconds"] += time.perf_counter() - epoch_start
-        if epoch % checkpoint_every == 0 or epoch == task.epochs or state["stopped"]:
+        due = epoch % checkpoint_every == 0 and time.monotonic() - last_checkpoint >= checkpoint_interval
+        if due or epoch == task.epochs or state["stopped"]:
+            last_checkpoint = time.monotonic()
             save_atomically({
                 "model": model.state_dict(),
                 "optimizer": task.optimizer.state_dict(),
@@ -255,5 +281,5 @@ def _select(task: FinetuneTask, state: Dict[str, Any], scores: Dict[str, Any], t
     return improved
 
 
-__all__ = ["BatchStream", "CHECKPOINT_NAME", "CRASH_AFTER_EPOCH_ENV", "EpochTotals", "FinetuneOutcome", "FinetuneTask",
-           "snapshot", "train"]
+__all__ = ["BatchStream", "CHECKPOINT_NAME", "GPU_CHECKPOINT_INTERVAL", "CRASH_AFTER_EPOCH_ENV", "EpochTotals", "FinetuneOutcome", "FinetuneTask",
+           "snapshot", "to_device", "train"]

@@ -370,7 +370,7 @@ class FinetuneNer(Step):
 
         def make_batch(indices: List[int]) -> Dict[str, torch.Tensor]:
             _, batch, gold = next(_batches(features["train"], tags["train"], [indices]))
-            return {**{k: v.to(device) for k, v in batch.items()}, "tags": gold.to(device)}
+            return loop.to_device({**batch, "tags": gold}, device)
 
         def dev_scores(model) -> Dict[str, Any]:
             scores, _ = self._evaluate(model, splits["dev"], features["dev"], tags["dev"], config, device)

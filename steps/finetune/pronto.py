@@ -370,7 +370,7 @@ class FinetunePronto(Step):
 
         def make_batch(indices: List[int]) -> Dict[str, torch.Tensor]:
             batch = collate([train_features[i] for i in indices], [train_labels[i] for i in indices], pad_id)
-            return {k: v.to(device) for k, v in batch.items()}
+            return loop.to_device(batch, device)
 
         def dev_scores(model) -> Dict[str, float]:
             loss, accuracy, _ = evaluate(model, features["dev"], gold["dev"], config, pad_id, device)

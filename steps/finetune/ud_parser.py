@@ -277,7 +277,7 @@ class FinetuneUdParser(Step):
 
         outcome = loop.train(loop.FinetuneTask(
             name="parser", model=model, optimizer=optimizer, scheduler=scheduler, batches=batches,
-            make_batch=lambda indices: {k: v.to(device) for k, v in make_batch(splits["train"], indices).items()},
+            make_batch=lambda indices: loop.to_device(make_batch(splits["train"], indices), device),
             loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
             train_fields=lambda totals: {"step": totals.steps, "train_loss": totals.loss / totals.batches if totals.batches else None},
             epochs=config.epochs, evaluate=dev_scores, metric=self.SELECTION_METRIC, patience=config.patience, evaluate_before_training=True,
@@ -309,7 +309,7 @@ class FinetuneUdParser(Step):
         for start in range(0, len(order), config.eval_batch_size):
             indices = order[start : start + config.eval_batch_size]
             batch = make_batch(split, indices)
-            inputs = {k: batch[k].to(device) for k in batch if k not in ("gold_heads", "gold_labels")}
+            inputs = loop.to_device({k: v for k, v in batch.items() if k not in ("gold_heads", "gold_labels")}, device)
             heads, label_ids = model.decode(model(**inputs))
             for i, sentence_heads, sentence_labels in zip(indices, heads, label_ids):
                 gold = split.sentences[i]
