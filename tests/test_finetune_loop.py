@@ -21,8 +21,8 @@ def toy_task(targets: torch.Tensor, epochs: int, batches_per_epoch: int = 3) -> 
         make_batch=lambda indices: {"x": torch.ones(len(indices), 1), "y": targets[indices]},
         loss=lambda model, batch: ((model(batch["x"]).squeeze(-1) - batch["y"]) ** 2).mean(),
         clip_gradients=lambda: None,
-        train_fields=lambda totals: {"step": totals.steps, "loss_sum": totals.loss, "batches": totals.batches},
-        epochs=epochs,
+        train_fields=lambda totals: {"step": totals.steps, "loss_sum": totals.loss, "batches": totals.batches, "count": totals.count},
+        epochs=epochs, count=lambda batch: (batch["y"] > 0).sum(),
     )
 
 
@@ -31,17 +31,20 @@ def test_epoch_loss_is_the_sum_of_each_steps_loss(tmp_path):
     outcome = loop.train(toy_task(targets, epochs=2), tmp_path, torch.device("cpu"))
     # The same steps one at a time, each loss read as it is made.
     task = toy_task(targets, epochs=2)
-    expected = []
+    expected, expected_counts = [], []
     for _ in range(2):
-        total = 0.0
+        total, count = 0.0, 0
         for indices in task.batches.next_epoch():
             loss = task.loss(task.model, task.make_batch(indices))
             total += float(loss.detach())
+            count += sum(float(targets[i]) > 0 for i in indices)
             loss.backward()
             task.optimizer.step()
             task.optimizer.zero_grad()
         expected.append(total)
+        expected_counts.append(count)
     assert [record["loss_sum"] for record in outcome.history] == expected
+    assert [record["count"] for record in outcome.history] == expected_counts and outcome.count == sum(expected_counts)
     assert [(record["step"], record["batches"]) for record in outcome.history] == [(3, 3), (6, 3)]
 
 

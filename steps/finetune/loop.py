@@ -97,6 +97,8 @@ class FinetuneTask:
     the loop); ``metric`` names the one that selects, higher or lower being better. Without
     ``evaluate`` nothing is selected and the last epoch's weights are kept.
     ``train_fields(totals)``: the training fields of a history record (epoch 0 gets zero totals).
+    ``count(batch)``: an integer tensor (words, tokens) summed into ``EpochTotals.count``; like the
+    loss, it is read once an epoch.
     """
 
     name: str
@@ -114,7 +116,7 @@ class FinetuneTask:
     higher_is_better: bool = True
     patience: Optional[int] = None
     evaluate_before_training: bool = False
-    count: Optional[Callable[[Batch], int]] = None
+    count: Optional[Callable[[Batch], torch.Tensor]] = None
 
 
 @dataclass
@@ -207,6 +209,7 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
         # The batch losses stay on the device until the epoch ends: reading one per step would make
         # the host wait for each step's kernels before queueing the next (on a GPU, most of a step).
         losses: List[torch.Tensor] = []
+        counts: List[torch.Tensor] = []
         for indices in task.batches.next_epoch():
             batch = task.make_batch(indices)
             loss = task.loss(model, batch)
@@ -218,9 +221,10 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
             task.optimizer.zero_grad(set_to_none=True)
             losses.append(loss.detach())
             if task.count is not None:
-                totals.count += task.count(batch)
+                counts.append(task.count(batch))
             progress.update(1)
         values = torch.stack(losses).tolist() if losses else []
+        totals.count = sum(torch.stack(counts).tolist()) if counts else 0
         for number, value in enumerate(values, totals.steps + 1):
             if not math.isfinite(value):
                 raise FloatingPointError(f"{task.name}: training loss is {value} at step {number} (epoch {epoch}); try a lower lr")

@@ -382,7 +382,7 @@ class FinetuneNer(Step):
             clip_gradients=lambda: torch.nn.utils.clip_grad_norm_(trainable, config.grad_norm),
             train_fields=lambda totals: {"train_loss_per_word": totals.loss / max(totals.count, 1)},
             epochs=config.epochs, evaluate=dev_scores, metric=self.SELECTION_METRIC, patience=config.patience,
-            count=lambda batch: int(batch["word_mask"].sum()),
+            count=lambda batch: batch["word_mask"].sum(),
         ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history, best_epoch = outcome.history, outcome.best_epoch or 0
 

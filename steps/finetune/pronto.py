@@ -388,7 +388,7 @@ class FinetunePronto(Step):
             make_batch=make_batch, loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
             train_fields=lambda totals: {"train_loss": totals.loss / totals.batches},
             epochs=epochs, evaluate=dev_scores if trained_on == "train" else None, metric=self.SELECTION_METRIC, higher_is_better=False,
-            count=lambda batch: int(batch["attention_mask"].sum()),
+            count=lambda batch: batch["attention_mask"].sum(),
         ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history, best_epoch, train_seconds = outcome.history, outcome.best_epoch, outcome.train_seconds
         if best_epoch is not None:
