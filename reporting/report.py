@@ -291,6 +291,27 @@ def loader_epoch_section(path: Path = LOADER_EPOCH_JSONL) -> str:
                                   "workers × queued", "stalls above (steps/s)", "keep up to (steps/s)", "note"], rows)
 
 
+GPU_FINETUNE_JSONL = Path("docs/benchmarks/gpu_finetune.jsonl")
+
+
+def gpu_finetune_section(path: Path = GPU_FINETUNE_JSONL) -> str:
+    """What a fine-tuning epoch costs on a GPU (benchmarks/gpu/finetune_epochs.py), a row per task and call:
+    the training and dev-evaluation shares, and how many fine-tunes shared the GPU."""
+    if not path.exists():
+        return (f"_not recorded: run `python benchmarks/gpu/finetune_epochs.py LOGS --processes N --label REGIME --json {path}` "
+                "on a device call's fine-tuning logs_\n")
+    records = read_jsonl(path)
+    rows = [(r["task"], r["label"], r.get("gpu") or "—", r["processes_side_by_side"], r["runs"], r["epochs_timed"], r["epoch_seconds"],
+             f"{r['dev_seconds']:.2f}" + (" (epoch 0)" if r["dev_from_epoch_0"] else "") if r["dev_seconds"] is not None else "—",
+             r["train_ms_per_step"], r.get("note", "")) for r in records]
+    head = ("Medians over every epoch after the first of every run in a call (one CPU thread a fine-tune). The paper regime's "
+            "parser runs up to 300 such epochs a seed. Where a record predates the loop's `dev_seconds`, the untrained "
+            "model's dev pass (epoch 0) stands in for the dev share. "
+            f"`python benchmarks/gpu/finetune_epochs.py LOGS --processes N --label REGIME --json {path}`.\n\n")
+    return head + markdown_table(["task", "regime", "device", "side by side", "runs", "epochs", "epoch s", "dev s",
+                                  "train ms/step", "note"], rows)
+
+
 def in_progress_section(entries: Sequence) -> str:
     """Pretraining and fine-tuning runs with a checkpoint and no result (`python -m reporting.cache
     unfinished`): how far a long run has got, and its best dev figure so far."""
@@ -544,6 +565,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Pretraining step on a GPU, with its speed levers (issue 14)", benchmark_section(GPU_BENCHMARK_JSON, GPU_BENCHMARK_COMMAND)),
         ("Paper-scale pretraining pace on a GPU (issue 14 speed bars)", gpu_pace_section()),
         ("Pretraining loader: the slowest batch of an epoch (issue 14's MXPT-SLA stall)", loader_epoch_section()),
+        ("Fine-tuning epochs on a GPU (issue 14: whether the paper regime fits a lending)", gpu_finetune_section()),
         ("Fine-tuning step benchmark", finetune_benchmark_section()),
         ("README main command: wall time", timing_section()),
         ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),

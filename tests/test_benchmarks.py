@@ -188,3 +188,19 @@ def test_tg_generation_check_tells_a_grammatical_model_from_a_uniform_one():
     # "(" and ")" terminals are words, not brackets.
     assert tg_campaign.shape([1, 12, 5, 6, 12 + layout.num_labels, 12 + 2 * layout.num_labels], vocabulary, config) == \
         ["w", "(ROOT", "w", "w", "ROOT)", "ROOT)²"]
+
+
+def test_records_measured_elsewhere_are_appended_with_a_note_and_otherwise_as_written(tmp_path):
+    import json
+
+    from benchmarks import records
+
+    source, target = tmp_path / "out.jsonl", tmp_path / "docs" / "gpu_pace.jsonl"
+    source.write_text(json.dumps({"condition": "M", "steps_per_second": 153.8}) + "\n\n" + json.dumps({"condition": "X"}) + "\n")
+    target.parent.mkdir()
+    target.write_text(json.dumps({"condition": "M", "note": "older"}) + "\n")
+    assert records.main([str(source), str(target), "--note", "after e7075c3"]) == 0
+    assert [json.loads(line) for line in target.read_text().splitlines()] == [
+        {"condition": "M", "note": "older"},
+        {"condition": "M", "steps_per_second": 153.8, "note": "after e7075c3"},
+        {"condition": "X", "note": "after e7075c3"}]

@@ -146,6 +146,41 @@ def test_the_gpu_pace_section_sets_each_record_against_m_s_fastest(tmp_path):
     assert "not recorded" in report.gpu_pace_section(tmp_path / "absent.jsonl")
 
 
+def test_fine_tuning_epoch_costs_come_from_the_runs_logs_or_their_metrics(tmp_path):
+    """finetune_epochs reads the loop's epoch lines out of a log (progress-bar redraws, a resumed
+    epoch logged twice) or a metrics.json history; the dev share is logged, or epoch 0 stands in."""
+    from benchmarks.gpu import finetune_epochs
+
+    def line(task, epoch, record, best=False):
+        return (f"  fine-tuning:  5%|5  | 60/2400 [00:05<04:07]\r[11/26/26 22:11:04] INFO     {task} epoch {epoch}: "
+                f"{json.dumps(record)}{' (best)' if best else ''}            steps/finetune/loop.py:282\n")
+
+    log = tmp_path / "finetune0-0.log"
+    log.write_text(line("parser", 0, {"step": 0, "las": 0.6, "seconds": 5.8})
+                   + line("parser", 1, {"step": 200, "las": 23.5, "dev_seconds": 1.0, "seconds": 9.0}, best=True)
+                   + line("parser", 2, {"step": 400, "las": 46.2, "dev_seconds": 3.0, "seconds": 12.0})
+                   + line("parser", 2, {"step": 400, "las": 46.2, "dev_seconds": 2.0, "seconds": 11.0})  # resumed: the later one counts
+                   + line("parser", 3, {"step": 600, "las": 50.0, "dev_seconds": 1.5, "seconds": 7.5}))
+    old = tmp_path / "cell" / "seed42" / "x" / "metrics.json"
+    old.parent.mkdir(parents=True)
+    old.write_text(json.dumps({"task": "ud_parsing", "history": [{"epoch": 0, "step": 0, "seconds": 6.0},
+                                                                  {"epoch": 1, "step": 200, "seconds": 14.0},
+                                                                  {"epoch": 2, "step": 400, "seconds": 13.0}]}))
+    [logged] = finetune_epochs.epoch_costs([log], 10, "paper_tenth", "H100", "after")
+    # Medians: epoch of 9, 11, 7.5; dev of 1, 2, 1.5; training of 8, 9, 6 (each epoch's own difference).
+    assert (logged["epoch_seconds"], logged["dev_seconds"], logged["train_seconds"]) == (9.0, 1.5, 8.0)
+    assert (logged["epochs_timed"], logged["batches_per_epoch"], logged["train_ms_per_step"], logged["dev_from_epoch_0"]) == (3, 200, 40.0, False)
+    [older] = finetune_epochs.epoch_costs([old], 7, "paper_tenth", None)
+    assert (older["epoch_seconds"], older["dev_seconds"], older["train_seconds"], older["dev_from_epoch_0"]) == (13.5, 6.0, 7.5, True)
+
+    path = tmp_path / "gpu_finetune.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (older, logged)))
+    rows = [line for line in report.gpu_finetune_section(path).splitlines() if line.startswith("| ud_parsing")]
+    assert rows == ["| ud_parsing | paper_tenth | — | 7 | 1 | 2 | 13.50 | 6.00 (epoch 0) | 37.50 |  |",
+                    "| ud_parsing | paper_tenth | H100 | 10 | 1 | 3 | 9.00 | 1.50 | 40.00 | after |"]
+    assert "not recorded" in report.gpu_finetune_section(tmp_path / "absent.jsonl")
+
+
 def test_the_in_progress_section_shows_how_far_each_checkpointed_run_got():
     from reporting.cache import Unfinished
 
