@@ -1,13 +1,19 @@
 """Time one UD-parser fine-tuning step (forward + backward + AdamW) on real Wolof-WTB batches.
 
-Compares the parser's BiLSTM and optimizer implementations on the same batches and weights
-budget: torch's bidirectional ``nn.LSTM`` on a packed sequence with the for-loop AdamW (the
-implementation before FinetuneUdParser VERSION 002) against ``models.word_encoder.BiLSTM`` on
-padded words with fused AdamW (the current one). Both compute the same function (see
+Compares implementations of the step on the same batches and weights budget: torch's bidirectional
+``nn.LSTM`` on a packed sequence with the for-loop AdamW (the implementation before
+FinetuneUdParser VERSION 002) against ``models.word_encoder.BiLSTM`` on padded words with fused
+AdamW (the current one); both compute the same function (see
 ``tests/test_finetune_parser.py::test_bilstm_on_padded_words_equals_torch_bidirectional_lstm_on_packed_words``).
+``--compile MODE ...`` adds the current one with the whole parser under torch.compile (``none``
+is eager; ``--compile-backend aot_eager`` runs it on a CPU without code generation): on a GPU the
+step is bound by the host's launches (docs/benchmarks/gpu_finetune.jsonl: ~34 ms alone on an H100),
+which compilation is the lever against. On a GPU each step's time runs to the device finishing it.
 
     SIB_DATA_ROOT=../shared/data python benchmarks/bench_finetune_step.py --encoder workspace/cache/PretrainMicrobert-.../result/encoder \\
         --json docs/benchmarks/finetune_step.json
+    python benchmarks/bench_finetune_step.py --encoder ENCODER --head paper --device cuda --variants current \\
+        --compile none default --json gpu_finetune_step.json     # the paper head on a GPU, eager and compiled
 """
 from __future__ import annotations
 
@@ -18,8 +24,10 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import torch
+import torch._dynamo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models.biaffine_parser import BiaffineDependencyParser  # noqa: E402
@@ -27,7 +35,8 @@ from models.word_encoder import run_packed_lstm  # noqa: E402
 from steps.common.data_root import DataPath  # noqa: E402
 from steps.pretrain.encoders import encode_words_batch, load_encoder  # noqa: E402
 from steps.common.batching import bucketed_batches  # noqa: E402
-from steps.finetune.loop import BatchStream  # noqa: E402
+from steps.common.runtime import compile_module  # noqa: E402
+from steps.finetune.loop import BatchStream, to_device  # noqa: E402
 from steps.finetune.ud_parser import Split, make_batch  # noqa: E402
 from steps.data.readers import read_conllu  # noqa: E402
 
@@ -44,23 +53,36 @@ class PackedLSTM(torch.nn.Module):
         return run_packed_lstm(self.lstm, words, word_mask)
 
 
-def time_steps(encoder_dir: str, variant: str, split: Split, labels: int, steps: int, warmup: int) -> list:
+HEADS = {  # the BiLSTM and dropout of the cpu regime's head and of the paper's (SPEC §H)
+    "cpu": {"lstm_hidden": 200, "lstm_layers": 2, "dropout": 0.2, "input_dropout": 0.2},
+    "paper": {"lstm_hidden": 400, "lstm_layers": 3, "dropout": 0.3, "input_dropout": 0.3},
+}
+PACKED, CURRENT = "packed nn.LSTM + for-loop AdamW", "padded BiLSTM + fused AdamW"
+
+
+def time_steps(encoder_dir: str, variant: str, split: Split, labels: int, steps: int, warmup: int, head: str = "cpu",
+               device: str = "cpu", compile_options: Optional[dict] = None) -> list:
     encoder, _ = load_encoder(encoder_dir, "global")
     torch.manual_seed(0)
-    model = BiaffineDependencyParser(encoder, labels, lstm_hidden=200, lstm_layers=2, arc_dim=100, label_dim=100,
-                                     dropout=0.2, input_dropout=0.2)
-    if variant == "packed nn.LSTM + for-loop AdamW":
-        model.lstm = PackedLSTM(encoder.config.hidden_size, 200, 2, 0.2)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=variant.endswith("fused AdamW"))
+    settings = HEADS[head]
+    model = BiaffineDependencyParser(encoder, labels, arc_dim=100, label_dim=100, **settings)
+    if variant == PACKED:
+        model.lstm = PackedLSTM(encoder.config.hidden_size, settings["lstm_hidden"], settings["lstm_layers"], settings["dropout"])
+    model.to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=variant != PACKED)
+    compile_module(model, compile_options)
     lengths = [len(f["input_ids"]) for f in split.features]
     batches = BatchStream(lambda generator, _: bucketed_batches(lengths, 16, generator), torch.Generator().manual_seed(1), 1)
+    on_gpu = torch.device(device).type == "cuda"
     seconds = []
     for number in range(warmup + steps):
-        batch = make_batch(split, batches.next_epoch()[0])
+        batch = to_device(make_batch(split, batches.next_epoch()[0]), torch.device(device))
         start = time.perf_counter()
         model(**batch).loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        if on_gpu:
+            torch.cuda.synchronize()
         if number >= warmup:
             seconds.append(time.perf_counter() - start)
     return seconds
@@ -71,7 +93,13 @@ def main(argv=None) -> int:
     parser.add_argument("--encoder", required=True, help="an exported encoder directory (e.g. a pretrain_microbert result's encoder/)")
     parser.add_argument("--treebank", default="wolof/ud/wo_wtb-ud-train.conllu", help="CoNLL-U under the data root")
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (compiled variants compile in them)")
+    parser.add_argument("--head", choices=sorted(HEADS), default="cpu")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--variants", nargs="+", choices=["packed", "current"], default=["packed", "current"])
+    parser.add_argument("--compile", nargs="+", default=[], metavar="MODE",
+                        help="also time the current step with the parser under torch.compile in these modes (none: eager)")
+    parser.add_argument("--compile-backend", help="torch.compile backend (aot_eager on a CPU: no code generation)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
 
@@ -82,24 +110,38 @@ def main(argv=None) -> int:
     split = Split("train", sentences, features)
     split.label_ids = [[labels.index(label) for label in s["deprel"]] for s in sentences]
 
+    variants = {{"packed": PACKED, "current": CURRENT}[name]: None for name in args.variants}
+    for mode in args.compile:
+        if mode == "none":
+            variants[CURRENT] = None
+            continue
+        options = {"mode": mode, **({"backend": args.compile_backend} if args.compile_backend else {})}
+        variants[f"{CURRENT}, compiled ({mode})"] = options
     results = {}
-    # Interleaved rounds, so that a change in machine load hits both variants alike.
-    variants = ["packed nn.LSTM + for-loop AdamW", "padded BiLSTM + fused AdamW"]
+    # Interleaved rounds, so that a change in machine load hits every variant alike.
     samples = {variant: [] for variant in variants}
     for _ in range(2):
-        for variant in variants:
-            samples[variant] += time_steps(args.encoder, variant, split, len(labels), args.steps // 2, args.warmup)
+        for variant, options in variants.items():
+            if options is not None:
+                torch._dynamo.reset()  # each compiled variant compiles afresh, in its own warm-up
+            samples[variant] += time_steps(args.encoder, variant.split(",")[0], split, len(labels), args.steps // 2, args.warmup,
+                                           args.head, args.device, options)
     for variant in variants:
         results[variant] = {"median_ms": 1000 * statistics.median(samples[variant]), "steps": len(samples[variant])}
         print(f"{variant}: {results[variant]['median_ms']:.0f} ms/step (median of {len(samples[variant])})")
-    old, new = (results[v]["median_ms"] for v in variants)
+    names = list(variants)
+    old, new = results[names[0]]["median_ms"], results[names[-1]]["median_ms"]
+    settings = HEADS[args.head]
+    device = torch.device(args.device)
     record = {
-        "what": "UD parser fine-tuning step, batch 16 Wolof-WTB train sentences, 2x200 BiLSTM, 100-d biaffines",
+        "what": (f"UD parser fine-tuning step, batch 16 Wolof-WTB train sentences, {settings['lstm_layers']}x{settings['lstm_hidden']} "
+                 f"BiLSTM, 100-d biaffines"),
         "encoder": args.encoder, "threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine(),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "torch": torch.__version__, "variants": results, "speedup": old / new,
         "command": "python benchmarks/bench_finetune_step.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    print(f"speed-up: {old / new:.2f}x")
+    print(f"speed-up, {names[-1]} against {names[0]}: {old / new:.2f}x")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=2) + "\n")

@@ -439,3 +439,22 @@ def test_reference_head_is_keyed_only_when_set_and_recorded(plain_encoder, treeb
     parser = BiaffineDependencyParser(load_encoder(plain_encoder)[0], 3, variational_dropout=True, mix_embedding_layer=False)
     assert isinstance(parser.encoded_dropout, VariationalDropout) and isinstance(parser.arc_dep_mlp[2], VariationalDropout)
     assert not isinstance(BiaffineDependencyParser(load_encoder(plain_encoder)[0], 3).encoded_dropout, VariationalDropout)
+
+
+def test_fine_tuning_step_benchmark_times_the_paper_head_eager_and_compiled(plain_encoder, treebank_slice, tmp_path):
+    """benchmarks/bench_finetune_step.py's compile rows (the whole parser under torch.compile, the
+    lever against a GPU step bound by its launches) through the same code on CPU, with aot_eager:
+    a trace failure shows here, not in a GPU allocation."""
+    import torch._dynamo
+
+    from benchmarks.bench_finetune_step import main
+
+    out = tmp_path / "finetune_step.json"
+    torch._dynamo.reset()
+    assert main(["--encoder", str(plain_encoder / "encoder"), "--treebank", str(treebank_slice["train"]), "--head", "paper",
+                 "--variants", "current", "--compile", "none", "default", "--compile-backend", "aot_eager",
+                 "--steps", "2", "--warmup", "1", "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert list(record["variants"]) == ["padded BiLSTM + fused AdamW", "padded BiLSTM + fused AdamW, compiled (default)"]
+    assert all(figures["median_ms"] > 0 and figures["steps"] == 2 for figures in record["variants"].values())
+    assert record["what"].startswith("UD parser fine-tuning step") and "3x400 BiLSTM" in record["what"] and record["device"] == "cpu"

@@ -220,12 +220,19 @@ def test_the_pace_probe_runs_a_files_pretraining_briefly_from_the_cached_inputs(
                             overrides={"compile_encoder": {"backend": "eager"}}, profile=profile)
     assert compiled["levers"]["compile_encoder"] == {"backend": "eager"}
     account = profile.read_text()
-    assert "4 optimizer steps profiled" in account and "kernel launches: 0" in account  # CPU: nothing launched
+    assert "4 optimizer steps profiled (startup included" in account and "kernel launches: 0" in account  # CPU: nothing launched
     assert "Top ops by self host time:" in account and "aten::addmm" in account
+    # --profile-steps: only the last steps are recorded, each optimizer step advancing the schedule.
+    measure_pace(REPO / "experiments/smoke/wolof_m.jsonnet", steps=6, window=2, workspace_dir=workspace, profile=profile, profile_steps=2)
+    account = profile.read_text()
+    assert "2 optimizer steps profiled, after 4 unrecorded ones" in account
+    steps_recorded = [line for line in account.splitlines() if "Optimizer.step#AdamW.step" in line]
+    assert steps_recorded and steps_recorded[0].split()[-1] == "2"  # its "# of Calls" column
     # --without-compile overrides both compile levers with None.
     import benchmarks.gpu.pace as pace
     seen = []
-    monkeypatch.setattr(pace, "measure_pace", lambda *args, overrides=None, profile=None: seen.append(overrides) or {**record, "condition": "M"})
+    monkeypatch.setattr(pace, "measure_pace", lambda *args, overrides=None, profile=None, profile_steps=None:
+                        seen.append(overrides) or {**record, "condition": "M"})
     assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--without-compile"]) == 0
     assert pace.main(["experiments/smoke/wolof_m.jsonnet"]) == 0
     assert pace.main(["experiments/smoke/wolof_m.jsonnet", "--with-compile"]) == 0

@@ -15,10 +15,13 @@
 #   pace-eager=CELL,...  the same without torch.compile (no compile in the call's time; an eager ratio)
 #   pace-compiled=CELL,...  the same with torch.compile even where the file pretrains eager (MXPT-SLA): its
 #                      first window holds the compile, the projection the compiled pace (the 1.3x bar's figure)
-#   profile=CELL,...   each cell's loop for 100 steps under torch.profiler (~1 min each, plus any compile;
-#                      400 steps took the profiler over 3 min to summarise on the H100):
+#   profile=CELL,...   each cell's loop for 600 steps, its last 100 under torch.profiler (~1 min each, plus
+#                      any compile, which is not recorded; 400 steps took the profiler over 3 min to summarise):
 #                      launches and host waits per step, top ops by device and host time, in
 #                      logs/profile_<file>.txt; profile-eager=CELL,... the same without torch.compile
+#   finetune-step      the paper head's UD fine-tuning step, eager and with the parser compiled
+#                      (bench_finetune_step.py on a random-init encoder, ~2-3 min with two compiles): whether
+#                      torch.compile cuts a step bound by its launches (~34 ms alone on the H100)
 #   pretrain=CELL      that cell's paper-scale pretraining alone (CELL: m, mxpt_sla)
 #   finetune=CELL,...  every fine-tuning step of those cells, then their scores (CELL: m, random_init, or
 #                      an experiment file such as benchmarks/gpu/decomposition/wolof_paper_paper.jsonnet;
@@ -67,12 +70,18 @@ for part in $parts; do
       timeout "$budget" python3 benchmarks/gpu/pace.py $(cells "${part#*=}") --steps 3000 --window 500 -w workspace $compiling \
         --json "$OUT/logs/gpu_pace.jsonl" >> "$OUT/logs/pace.log" 2>&1
       grep -a "^pace:" "$OUT/logs/pace.log" || tail -12 "$OUT/logs/pace.log" ;;
+    finetune-step)
+      python3 benchmarks/gpu/run_steps.py "$(cells random_init)" random_encoder -w workspace > "$OUT/logs/finetune_step.log" 2>&1
+      encoder=$(ls -d workspace/cache/RandomInitEncoder-*/result/encoder | head -1)
+      timeout "$(left 40)" python3 benchmarks/bench_finetune_step.py --encoder "$encoder" --head paper --device cuda --variants current \
+        --compile none default --steps 60 --warmup 10 --json "$OUT/logs/gpu_finetune_step.json" >> "$OUT/logs/finetune_step.log" 2>&1
+      grep -a "ms/step\|speed-up" "$OUT/logs/finetune_step.log" || tail -12 "$OUT/logs/finetune_step.log" ;;
     profile=*|profile-eager=*)
       eager=$([ "${part%%=*}" = profile-eager ] && echo --without-compile)
       for file in $(cells "${part#*=}"); do
         if [ "$(left 40)" -lt 30 ]; then echo "allocation: no time left to profile $file"; break; fi
         record="$OUT/logs/${part%%=*}_$(basename "$file" .jsonnet).txt"
-        timeout "$(left 40)" python3 benchmarks/gpu/pace.py "$file" --steps 100 --window 50 -w workspace $eager \
+        timeout "$(left 40)" python3 benchmarks/gpu/pace.py "$file" --steps 600 --window 300 --profile-steps 100 -w workspace $eager \
           --profile "$record" >> "$OUT/logs/profile.log" 2>&1
         head -4 "$record" 2>/dev/null || tail -5 "$OUT/logs/profile.log"
       done ;;

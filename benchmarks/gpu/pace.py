@@ -10,11 +10,11 @@ training seconds of each window, validation excluded), and the projection is the
 ``max_steps`` at that pace: the figure the "≤ 5 minutes on one GPU" bar is about, measured in a
 minute instead of a whole run. Nothing it trains is kept. ``--without-compile`` drops the
 torch.compile levers (a like-for-like eager ratio of two conditions, without their compile times).
-``--profile FILE`` runs the whole probe under torch.profiler and writes where a step's time goes:
-the ops by self device time and by self host time, and per step the kernel launches and the host
-waits on the device (what a launch-bound loop is made of). Validation then reads one dev batch;
-loader workers are other processes and not in it. Use few steps (e.g. ``--steps 400 --window
-200``): the profiler keeps every event.
+``--profile FILE`` runs the probe under torch.profiler and writes where a step's time goes over
+its last ``--profile-steps`` optimizer steps (the compiles, CUDA-graph recordings and loader start
+before them are not recorded): the ops by self device time and by self host time, and per step the
+kernel launches and the host waits on the device (what a launch-bound loop is made of).
+Validation then reads one dev batch; loader workers are other processes and not in it.
 """
 from __future__ import annotations
 
@@ -47,14 +47,16 @@ SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchr
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaGraphLaunch")
 
 
-def profile_summary(averages, steps: int, rows: int = 30) -> str:
-    """A plain-text account of a profiled run (``profiler.key_averages()``): per-step launches and
-    host waits, then the top ops by self device time (if any device ran) and by self host time."""
+def profile_summary(averages, steps: int, rows: int = 30, after: int = 0) -> str:
+    """A plain-text account of a profiled run (``profiler.key_averages()``) of ``steps`` optimizer
+    steps that followed ``after`` unrecorded ones: per-step launches and host waits, then the top
+    ops by self device time (if any device ran) and by self host time."""
     counts = {event.key: event.count for event in averages}
     launches = sum(counts.get(name, 0) for name in LAUNCH_CALLS)
     waits = {name: counts[name] for name in SYNC_CALLS if counts.get(name)}
     has_device = any(getattr(event, "self_device_time_total", 0) for event in averages)
-    lines = [f"{steps} optimizer steps profiled (startup included, and one dev batch a validation window)",
+    lines = [f"{steps} optimizer steps profiled" + (f", after {after} unrecorded ones (compiles and start-up)" if after
+                                                     else " (startup included, and one dev batch a validation window)"),
              f"kernel launches: {launches} ({launches / steps:.1f} a step)",
              "host waits on the device: " + (", ".join(f"{name} {count} ({count / steps:.1f} a step)" for name, count in waits.items())
                                              or "none recorded"), ""]
@@ -91,7 +93,7 @@ def cached_pretraining(experiment: Path, workspace_dir: Optional[Path] = None, s
 
 
 def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optional[Path] = None, step_name: str = "pretrained_model",
-                 overrides: Optional[dict] = None, profile: Optional[Path] = None) -> dict:
+                 overrides: Optional[dict] = None, profile: Optional[Path] = None, profile_steps: Optional[int] = None) -> dict:
     from tango.workspaces import LocalWorkspace
 
     from steps.pretrain.pretrain import PretrainMicrobert
@@ -106,14 +108,26 @@ def measure_pace(experiment: Path, steps: int, window: int, workspace_dir: Optio
         training.max_validation_rows = training.batch_size
     kwargs.update(training=training, **(overrides or {}))
     import torch.profiler
+    from torch.optim.optimizer import register_optimizer_step_post_hook
 
     activities = [torch.profiler.ProfilerActivity.CPU, *([torch.profiler.ProfilerActivity.CUDA] if torch.cuda.is_available() else [])]
+    recorded = min(profile_steps or steps, steps)
+    # The last `recorded` optimizer steps: the profiler's schedule advances on every optimizer step
+    # (a global post-step hook), so the loop itself needs no profiling code.
+    warmup = 1 if steps > recorded else 0  # the profiler's own start-up, in a step not recorded
+    schedule = torch.profiler.schedule(skip_first=steps - recorded - warmup, wait=0, warmup=warmup, active=recorded, repeat=1)
     with tempfile.TemporaryDirectory(prefix="pace-") as scratch:
-        with (torch.profiler.profile(activities=activities) if profile else contextlib.nullcontext()) as profiler:
-            result = PretrainMicrobert(step_name=f"pace-{step_name}", **kwargs).result(LocalWorkspace(Path(scratch)))
+        with (torch.profiler.profile(activities=activities, schedule=schedule) if profile else contextlib.nullcontext()) as profiler:
+            hook = register_optimizer_step_post_hook(lambda *_: profiler.step()) if profile else None
+            try:
+                result = PretrainMicrobert(step_name=f"pace-{step_name}", **kwargs).result(LocalWorkspace(Path(scratch)))
+            finally:
+                if hook is not None:
+                    hook.remove()
         metrics = json.loads((result / "metrics.json").read_text())
     if profile:
-        Path(profile).write_text(f"{experiment}\n" + profile_summary(profiler.key_averages(), steps) + "\n", encoding="utf-8")
+        Path(profile).write_text(f"{experiment}\n" + profile_summary(profiler.key_averages(), recorded, after=steps - recorded) + "\n",
+                                 encoding="utf-8")
     paces = window_paces(metrics["history"], window)
     steady = statistics.median(paces[1:])
     return {
@@ -142,6 +156,7 @@ def main(argv=None) -> int:
                            help="the file's levers plus torch.compile of the encoder and P/T losses (campaign.COMPILE_LEVERS), "
                                 "also where the file leaves them out (MXPT-SLA: paper_scale.libsonnet's eager_conditions)")
     parser.add_argument("--profile", type=Path, help="profile the run and write where its time goes here (one file: one experiment)")
+    parser.add_argument("--profile-steps", type=int, help="with --profile: record only the last this many steps (default: all)")
     parser.add_argument("--note", help="kept in each record: which code it measured (the report prints it beside the pace)")
     args = parser.parse_args(argv)
     if args.profile and len(args.experiments) > 1:
@@ -151,7 +166,8 @@ def main(argv=None) -> int:
 
     overrides = dict.fromkeys(COMPILE_LEVERS) if args.without_compile else dict(COMPILE_LEVERS) if args.with_compile else None
     for experiment in args.experiments:
-        record = measure_pace(experiment, args.steps, args.window, args.workspace, overrides=overrides, profile=args.profile)
+        record = measure_pace(experiment, args.steps, args.window, args.workspace, overrides=overrides, profile=args.profile,
+                              profile_steps=args.profile_steps)
         print(f"pace: {record['condition']} on {record['device']}: {record['steps_per_second']:.1f} steps/s after the first window "
               f"(windows: {', '.join(f'{p:.0f}' for p in record['window_steps_per_second'])}); "
               f"{record['full_run_steps']} steps would take {record['full_run_minutes']:.2f} min", flush=True)
