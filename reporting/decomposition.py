@@ -30,7 +30,7 @@ import json
 import re
 import statistics
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from reporting.graphs import FileGraph, cached_result, display_path, load_graphs
 from reporting.significance import paired_difference
@@ -41,6 +41,7 @@ from steps.evaluate.scoring import format_mean_sd
 FOLDER = REPO / "benchmarks" / "gpu" / "decomposition"
 RECORD = "decomposition"  # the file stem
 DOCS = REPO / "docs" / "decomposition"  # the committed record (not under docs/tables: its cells are no paper table's)
+PREDICTIONS = REPO / "docs" / "predictions"  # tools/export_predictions.py's committed runs
 ENCODERS = ("random-init", "cpu", "cpu_relpos", "long", "paper")
 REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper_tenth_reference", "paper")
 TASKS = {"decomposition:ud": ("UD", "test LAS"), "decomposition:ner": ("NER", "test F1")}
@@ -226,12 +227,38 @@ def factor_rows(cells: Sequence[Cell]) -> List[Tuple[str, str, str, str, str]]:
     return rows
 
 
-def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[Cell]) -> Dict[Tuple[str, str, str], List[Tuple[float, Optional[float]]]]:
-    """(test, dev) of each finished seed of the cells with no aggregate yet (their files have seeds still
-    running), {(table, encoder, regime): [...]}: shown beside the "—" of a cell that is not a cell yet."""
+class SeedsSoFar(NamedTuple):
+    """(test, dev) of the finished seeds of a cell with no aggregate yet; ``recorded``: read from the
+    committed predictions (`recorded_runs`), not from this cache."""
+
+    seeds: List[Tuple[float, Optional[float]]]
+    recorded: bool = False
+
+
+def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[Cell],
+                 recorded: Optional[Dict[Tuple[str, str, str], List[dict]]] = None) -> Dict[Tuple[str, str, str], SeedsSoFar]:
+    """The finished seeds of each cell with no aggregate yet (its file has seeds still running),
+    {(table, encoder, regime): SeedsSoFar}: shown beside the "—" of a cell that is not a cell yet.
+    ``recorded`` (`recorded_runs`): where this cache has none of a cell's seeds, the committed ones."""
     done = set(_by_key(cells))
-    return {key: [(m["test"][m["primary_metric"]], (m.get("dev") or {}).get(m["primary_metric"])) for m in seeds]
-            for key, seeds in runs.items() if key not in done and seeds}
+    figures = lambda seeds: [(m["test"][m["primary_metric"]], (m.get("dev") or {}).get(m["primary_metric"])) for m in seeds]  # noqa: E731
+    so_far = {key: SeedsSoFar(figures(seeds)) for key, seeds in runs.items() if key not in done and seeds}
+    for key, seeds in (recorded or {}).items():
+        if key not in done and key not in so_far and seeds:
+            so_far[key] = SeedsSoFar(figures(seeds), recorded=True)
+    return so_far
+
+
+def recorded_runs(predictions: Path = PREDICTIONS) -> Dict[Tuple[str, str, str], List[dict]]:
+    """The committed fine-tunings of the grid's cells, {(table, encoder, regime): [metrics, …]}, from
+    ``tools/export_predictions.py``'s folders ``decomposition/<regime>/<ud|ner>/<encoder>/wolof/seed*/``:
+    what a new machine's empty cache still knows of runs that finished elsewhere."""
+    runs: Dict[Tuple[str, str, str], List[dict]] = {}
+    for metrics in sorted((predictions / "decomposition").glob("*/*/*/wolof/seed*/metrics.json")):
+        regime, task, encoder = metrics.parts[-6:-3]
+        if f"decomposition:{task}" in TASKS and regime in REGIMES and encoder in ENCODERS:
+            runs.setdefault((f"decomposition:{task}", encoder, regime), []).append(json.loads(metrics.read_text(encoding="utf-8")))
+    return runs
 
 
 def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None) -> str:
@@ -249,10 +276,12 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
                 cell = by_key.get((table, encoder, regime))
                 if cell is None:
                     finished = (so_far or {}).get((table, encoder, regime))
-                    texts.append("—" if not finished else
-                                 f"—<br>{len(finished)} seed{'s' if len(finished) > 1 else ''} so far: test "
-                                 f"{statistics.fmean(t for t, _ in finished):.2f}"
-                                 + (f", dev {statistics.fmean(d for _, d in finished):.2f}" if all(d is not None for _, d in finished) else ""))
+                    seeds = finished.seeds if finished else []
+                    texts.append("—" if not seeds else
+                                 f"—<br>{len(seeds)} seed{'s' if len(seeds) > 1 else ''} so far: test "
+                                 f"{statistics.fmean(t for t, _ in seeds):.2f}"
+                                 + (f", dev {statistics.fmean(d for _, d in seeds):.2f}" if all(d is not None for _, d in seeds) else "")
+                                 + (" †" if finished.recorded else ""))
                     continue
                 test, dev = cell.result["test"], cell.result.get("dev") or {}
                 steps, best, kept = effort.get((table, encoder, regime), (None, None, False))

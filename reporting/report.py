@@ -416,7 +416,7 @@ def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph], curv
 
     runs = decomposition.finetune_runs(workspace_dir, graphs)  # read once: the grid's effort and the figure
     cells, effort = decomposition.decomposition_cells(workspace_dir, graphs, runs=runs)
-    text = decomposition.markdown(cells, effort, decomposition.seeds_so_far(runs, cells))
+    text = decomposition.markdown(cells, effort, decomposition.seeds_so_far(runs, cells, decomposition.recorded_runs()))
     if curves_dir is not None:
         figure = Path(curves_dir) / "wolof_decomposition_dev_curves.png"
         decomposition.draw_dev_curves(runs, figure, keep_record)  # None, the committed figure kept, when nothing is cached

@@ -756,7 +756,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         runs = decomposition.finetune_runs(args.workspace)
         grid, effort = decomposition.decomposition_cells(args.workspace, runs=runs)
         target = decomposition.DOCS if args.update_docs else out / "decomposition"
-        written.setdefault("decomposition", []).extend(decomposition.write(grid, effort, target, decomposition.seeds_so_far(runs, grid)))
+        so_far = decomposition.seeds_so_far(runs, grid, decomposition.recorded_runs())
+        written.setdefault("decomposition", []).extend(decomposition.write(grid, effort, target, so_far))
     damaged = [c for c in cells if c.damaged]
     print(f"{len(files)} experiment files, {len(cells)} table cells: {len(cached)} cached, "
           f"{len(cells) - len(cached) - len(damaged)} not cached (shown as —), {len(damaged)} damaged")

@@ -58,6 +58,20 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     partial = decomposition.markdown(cells, effort, so_far)
     assert "| paper | — | — | — | — | —<br>2 seeds so far: test 75.50, dev 76.50 |" in partial
     assert "75.50" not in decomposition.to_csv(cells, effort)
+    # A new machine's empty cache: the committed predictions' seeds stand in (†); cached ones win.
+    predictions = tmp_path / "predictions"
+    for seed, (test, dev) in {42: (76.19, 76.23), 43: (76.05, 76.01)}.items():
+        folder = predictions / "decomposition" / "paper" / "ud" / "paper" / "wolof" / f"seed{seed}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps({"primary_metric": "las", "test": {"las": test}, "dev": {"las": dev}}))
+    stray = predictions / "decomposition" / "paper" / "ud" / "paper" / "maltese" / "seed42"
+    stray.mkdir(parents=True)
+    (stray / "metrics.json").write_text("{}")  # not the grid's language: never read
+    recorded = decomposition.recorded_runs(predictions)
+    assert list(recorded) == [("decomposition:ud", "paper", "paper")] and len(recorded[("decomposition:ud", "paper", "paper")]) == 2
+    fresh = decomposition.seeds_so_far({}, cells, recorded)
+    assert "| paper | — | — | — | — | —<br>2 seeds so far: test 76.12, dev 76.12 † |" in decomposition.markdown(cells, effort, fresh)
+    assert decomposition.seeds_so_far(runs, cells, recorded) == so_far
 
     decomposition.write(cells, effort, decomposition.DOCS)  # the record, then a fresh cache without these cells
     recorded, recorded_effort = decomposition.decomposition_cells(LocalWorkspace(tmp_path / "fresh").dir)
