@@ -8,11 +8,12 @@ patience stops a run that no longer improves; a non-finite loss stops it with an
 of its epoch, before that epoch's checkpoint.
 
 Every ``checkpoint_every`` epochs (and at the last one) the full state is written atomically to the
-step's work directory (on a GPU at most once a minute, ``checkpoint_interval``: a paper-regime
-parser's state is ~180 MiB and its epochs take seconds there): model, optimizer, scheduler, the CPU (and CUDA) RNG that drives dropout, the
-batch-order stream, the best weights so far, the history. Running the same step again after a kill
-resumes there ("resuming after epoch N" in the log, ``resumed_from`` in the outcome) and, on CPU,
-ends bit-for-bit where the uninterrupted run ends. Tango's ``TorchTrainStep`` is not used: it
+step's work directory: model, optimizer, scheduler, the CPU (and CUDA) RNG that drives dropout, the
+batch-order stream, the best weights so far, the history. On a GPU at most once a minute
+(``checkpoint_interval``): a paper-regime parser's state is ~180 MiB and its epochs take seconds
+there. Running the same step again after a kill resumes from the last checkpoint ("resuming
+after epoch N" in the log, ``resumed_from`` in the outcome) and, on CPU, ends bit-for-bit where the
+uninterrupted run ends. Tango's ``TorchTrainStep`` is not used: it
 resumes by replaying its data loader, which does not restore the RNG streams, so it is not
 bit-identical.
 """
@@ -285,5 +286,5 @@ def _select(task: FinetuneTask, state: Dict[str, Any], scores: Dict[str, Any], t
     return improved
 
 
-__all__ = ["BatchStream", "CHECKPOINT_NAME", "GPU_CHECKPOINT_INTERVAL", "CRASH_AFTER_EPOCH_ENV", "EpochTotals", "FinetuneOutcome", "FinetuneTask",
-           "snapshot", "to_device", "train"]
+__all__ = ["BatchStream", "CHECKPOINT_NAME", "CRASH_AFTER_EPOCH_ENV", "EpochTotals", "FinetuneOutcome", "FinetuneTask",
+           "GPU_CHECKPOINT_INTERVAL", "snapshot", "to_device", "train"]
