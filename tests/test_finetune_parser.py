@@ -458,3 +458,24 @@ def test_fine_tuning_step_benchmark_times_the_paper_head_eager_and_compiled(plai
     assert list(record["variants"]) == ["padded BiLSTM + fused AdamW", "padded BiLSTM + fused AdamW, compiled (default)"]
     assert all(figures["median_ms"] > 0 and figures["steps"] == 2 for figures in record["variants"].values())
     assert record["what"].startswith("UD parser fine-tuning step") and "3x400 BiLSTM" in record["what"] and record["device"] == "cpu"
+
+
+def test_a_compiled_parser_is_keyed_only_when_set_and_trains_like_the_eager_one(plain_encoder, treebank_slice, tmp_path):
+    """compile_model (torch.compile of the whole parser, the GPU lever) through aot_eager on CPU:
+    dynamo traces the training and evaluation forwards and AOTAutograd the backward, as on a GPU,
+    without Inductor's code generation. The run keys only when compiled, records the options, and
+    follows the eager run's training losses."""
+    import torch._dynamo
+
+    eager = make_step(plain_encoder, treebank_slice, config={"epochs": 1})
+    assert make_step(plain_encoder, treebank_slice, config={"epochs": 1}, compile_model=None).unique_id == eager.unique_id
+    compiled = make_step(plain_encoder, treebank_slice, config={"epochs": 1}, compile_model={"backend": "aot_eager"})
+    assert compiled.unique_id != eager.unique_id
+    expected = json.loads((eager.result(LocalWorkspace(tmp_path / "eager")) / "metrics.json").read_text())
+    torch._dynamo.reset()
+    metrics = json.loads((compiled.result(LocalWorkspace(tmp_path / "compiled")) / "metrics.json").read_text())
+    assert metrics["compile_model"] == {"backend": "aot_eager"} and expected["compile_model"] is None
+    for ours, theirs in zip(metrics["history"][1:], expected["history"][1:]):
+        assert ours["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-4)
+    with pytest.raises(Exception, match="unknown torch.compile option"):
+        make_step(plain_encoder, treebank_slice, config={"epochs": 1}, compile_model={"modes": "default"}).result(LocalWorkspace(tmp_path / "bad"))

@@ -37,7 +37,7 @@ from steps.common.formats import DirectoryFormat, cached_location
 from steps.parse.backends import CorpusParser, attachment_scores
 from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
-from steps.common.runtime import derived_seed, fused_adamw, torch_threads
+from steps.common.runtime import compile_module, derived_seed, fused_adamw, torch_threads
 from steps.finetune import loop
 
 logger = logging.getLogger(__name__)
@@ -148,7 +148,10 @@ class FinetuneUdParser(Step):
     ``syntax_gat``: a dict of ``gat_*`` settings (may be empty) adds syntax-guided attention to the
     encoder for fine-tuning (the "+G" rows, SPEC §I; `add_syntax_gat`); it reads the corpus
     parser's trees and UPOS tags, so it needs ``sla_parse="parse"`` and ``corpus_parser``. None
-    (the default, out of the cache key) leaves the encoder as it is.
+    (the default, out of the cache key) leaves the encoder as it is. ``compile_model``: torch.compile
+    keywords for the whole parser (e.g. ``{"mode": "default"}``; dynamic shapes by default), a GPU
+    speed lever measured by ``benchmarks/bench_finetune_step.py --compile``; None (the default, out
+    of the cache key) runs it eager.
     """
 
     DETERMINISTIC = True
@@ -162,7 +165,9 @@ class FinetuneUdParser(Step):
     SELECTION_METRIC = "las"  # dev LAS (the paper's metric) selects the epoch whose weights are kept; reporting.cache reads it too
     # reference_head: AllenNLP's embedder mix (transformer layers only) and its variational dropout
     # (models.biaffine_parser); keyed only when set, so every cell without it keeps its key.
-    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None, "reference_head": False}
+    # compile_model: torch.compile keywords for the parser (`compile_module`), the lever against a GPU
+    # step bound by its launches; keyed only when set, as pretraining's compile_encoder is.
+    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None, "reference_head": False, "compile_model": None}
 
     def run(  # type: ignore[override]
         self,
@@ -179,10 +184,11 @@ class FinetuneUdParser(Step):
         syntax_gat: Optional[Dict[str, Any]] = None,
         wandb: WandbSetting = None,
         reference_head: bool = False,
+        compile_model: Optional[Dict[str, Any]] = None,
     ) -> Path:
         with torch_threads(num_threads), tracked_run(self, wandb, "ud_parser", {"training": asdict(config)}, config.seed) as tracker:
             return summarize(tracker, self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device,
-                                                     checkpoint_every, syntax_gat, tracker, reference_head))
+                                                     checkpoint_every, syntax_gat, tracker, reference_head, compile_model))
 
     # ------------------------------------------------------------------------------------------
 
@@ -207,7 +213,7 @@ class FinetuneUdParser(Step):
 
     def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device,
                   checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker(),
-                  reference_head: bool = False) -> Path:
+                  reference_head: bool = False, compile_model: Optional[Dict[str, Any]] = None) -> Path:
         from models.biaffine_parser import BiaffineDependencyParser
 
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -248,6 +254,7 @@ class FinetuneUdParser(Step):
              {"params": [p for p in model.parameters() if id(p) not in encoder_ids], "lr": config.lr}],
             lr=config.lr, betas=config.betas, weight_decay=config.weight_decay,
         )
+        compile_module(model, compile_model)  # in place: parameter names, state_dict and checkpoints stay the eager ones
         torch.manual_seed(derived_seed(config.seed, "parser-dropout"))
 
         lengths = [len(f["input_ids"]) for f in splits["train"].features]
@@ -288,6 +295,7 @@ class FinetuneUdParser(Step):
             "encoder_config": {k: getattr(encoder.config, k, None) for k in
                                ("model_type", "syntax_attention", "hidden_size", "num_hidden_layers", "vocab_size")},
             "sla_parse": (sla_parse if needs_parse else "n/a"), "syntax_gat": syntax_gat, "reference_head": reference_head,
+            "compile_model": compile_model,
             "training": asdict(config), "labels": labels,
             "sentences": {name: len(split) for name, split in splits.items()},
             "parameters": sum(p.numel() for p in model.parameters()),
