@@ -5,15 +5,25 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List, Sequence
+
+
+def read_jsonl(path: Path) -> List[Dict[str, Any]]:
+    """The records appended to ``path``, one JSON object per line."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def append_jsonl(path: Path, records: Sequence[Dict[str, Any]]) -> None:
+    """Append ``records`` to the JSON-lines file ``path`` as they are."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines(json.dumps(record) + "\n" for record in records)
 
 
 def append_record(path: Path, record: Dict[str, Any]) -> None:
-    """Append ``record`` (with the thread setting it ran under) to the JSON-lines file ``path``."""
+    """Append ``record`` measured by this process, with the thread setting it ran under."""
     record = {**record, "threads": os.environ.get("OMP_NUM_THREADS", "all")}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        f.write(json.dumps(record) + "\n")
+    append_jsonl(path, [record])
     print(json.dumps(record))
 
 
@@ -28,12 +38,9 @@ def main(argv=None) -> int:
     parser.add_argument("target", type=Path)
     parser.add_argument("--note", required=True)
     args = parser.parse_args(argv)
-    lines = [line for line in args.source.read_text(encoding="utf-8").splitlines() if line.strip()]
-    args.target.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.target, "a", encoding="utf-8") as out:
-        for line in lines:
-            out.write(json.dumps({**json.loads(line), "note": args.note}) + "\n")
-    print(f"{args.source} → {args.target}: {len(lines)} record(s)")
+    records = read_jsonl(args.source)
+    append_jsonl(args.target, [{**record, "note": args.note} for record in records])
+    print(f"{args.source} → {args.target}: {len(records)} record(s)")
     return 0
 
 

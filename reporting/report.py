@@ -20,6 +20,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from tango import Workspace
 from tango.step_info import StepInfo
 
+from benchmarks.records import read_jsonl
 from reporting.cache import unfinished_entries
 from reporting.graphs import FileGraph, experiment_files, load_graphs, scales_of_steps
 from reporting.languages import languages
@@ -103,11 +104,6 @@ def parser_section(workspace: Workspace) -> str:
 
 ABLATION_JSONL = Path("docs/benchmarks/corpus_parser_ablation.jsonl")
 PRETRAIN_ABLATION_JSONL = Path("docs/benchmarks/pretrain_ablation.jsonl")
-
-
-def read_jsonl(path: Path) -> List[Dict]:
-    """The records a benchmark appended to ``path`` (benchmarks/records.py), one JSON object per line."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def pretrain_ablation_section(path: Path = PRETRAIN_ABLATION_JSONL) -> str:

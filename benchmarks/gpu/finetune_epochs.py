@@ -86,13 +86,14 @@ def main(argv=None) -> int:
     parser.add_argument("--note", default="", help="which code it measured")
     parser.add_argument("--json", type=Path, help="append the records here")
     args = parser.parse_args(argv)
-    from benchmarks.records import append_record
+    from benchmarks.records import append_jsonl
 
-    for record in epoch_costs(args.records, args.processes, args.label, args.gpu, args.note):
+    records = epoch_costs(args.records, args.processes, args.label, args.gpu, args.note)
+    for record in records:
         print(f"{record['task']}: epoch {record['epoch_seconds']:.1f} s (dev {record['dev_seconds']:.1f} s, "
               f"{record['runs']} runs, {record['processes_side_by_side']} side by side)", flush=True)
-        if args.json:
-            append_record(args.json, record)
+    if args.json:  # as they are: the runs' threads are not this process's (one a fine-tune in a campaign)
+        append_jsonl(args.json, records)
     return 0
 
 
