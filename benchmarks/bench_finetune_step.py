@@ -110,21 +110,23 @@ def main(argv=None) -> int:
     split = Split("train", sentences, features)
     split.label_ids = [[labels.index(label) for label in s["deprel"]] for s in sentences]
 
-    variants = {{"packed": PACKED, "current": CURRENT}[name]: None for name in args.variants}
+    # name: (the step it times, torch.compile options or None for eager)
+    chosen = [{"packed": PACKED, "current": CURRENT}[name] for name in args.variants]
+    variants = {step: (step, None) for step in chosen}
     for mode in args.compile:
         if mode == "none":
-            variants[CURRENT] = None
+            variants[CURRENT] = (CURRENT, None)
             continue
         options = {"mode": mode, **({"backend": args.compile_backend} if args.compile_backend else {})}
-        variants[f"{CURRENT}, compiled ({mode})"] = options
+        variants[f"{CURRENT}, compiled ({mode})"] = (CURRENT, options)
     results = {}
     # Interleaved rounds, so that a change in machine load hits every variant alike.
     samples = {variant: [] for variant in variants}
     for _ in range(2):
-        for variant, options in variants.items():
+        for variant, (step, options) in variants.items():
             if options is not None:
                 torch._dynamo.reset()  # each compiled variant compiles afresh, in its own warm-up
-            samples[variant] += time_steps(args.encoder, variant.split(",")[0], split, len(labels), args.steps // 2, args.warmup,
+            samples[variant] += time_steps(args.encoder, step, split, len(labels), args.steps // 2, args.warmup,
                                            args.head, args.device, options)
     for variant in variants:
         results[variant] = {"median_ms": 1000 * statistics.median(samples[variant]), "steps": len(samples[variant])}
