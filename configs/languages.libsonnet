@@ -2,6 +2,8 @@
 // `wikiann`; Python reads the whole table through reporting/languages.py (report and table
 // titles, Table 1 token counts, tools/make_experiments.py), and tests/test_languages.py holds
 // steps/data/languages.py (which steps import) to the same treebank, WikiAnn, Stanza and corpus facts.
+//   ud_name, ud_license the treebank as Universal Dependencies names it, and its licence (SPDX id;
+//                       release model cards cite both)
 //   treebank            UD file prefix under <language>/ud/
 //   wikiann             WikiAnn file code, where the language has NER data (paper Table 3)
 //   stanza_code         Stanza's language code
@@ -18,11 +20,13 @@
 //                       retokenization for Coptic, whose corpus is already segmented into UD words)
 {
   wolof: {
+    ud_name: "UD_Wolof-WTB", ud_license: "cc-by-sa-4.0",
     treebank: "wo_wtb", wikiann: "wo", stanza_code: "wo", corpus_format: "wikipedia_html",
     title: "Wolof", short_title: "Wolof", paper_train_tokens: 517237,
     table1_note: "the reference's 90/10 document split of the same 2,240 articles; our sentence splitter approximates the reference pipeline",
   },
   coptic: {
+    ud_name: "UD_Coptic-Scriptorium", ud_license: "cc-by-4.0",
     treebank: "cop_scriptorium", stanza_code: "cop", corpus_format: "plain_text",
     title: "Coptic", short_title: "Coptic", paper_train_tokens: 970642,
     corpus_split_punctuation: false,
@@ -44,16 +48,19 @@
     table1_note: "the reference train.txt itself (983,264 whitespace tokens), read as the reference reader did: the 7 lacunae \"[ ]\" one word each, as in the CoNLL-U it was joined from, and only the first 200 tokens of the 32 longer sentences",
   },
   maltese: {
+    ud_name: "UD_Maltese-MUDT", ud_license: "cc-by-sa-4.0",
     treebank: "mt_mudt", wikiann: "mt", stanza_code: "mt", corpus_format: "wikipedia_html",
     title: "Maltese", short_title: "Maltese", paper_train_tokens: 2113223,
     table1_note: "the reference's 90/10 document split of the same 6,464 articles; our sentence splitter approximates the reference pipeline",
   },
   uyghur: {
+    ud_name: "UD_Uyghur-UDT", ud_license: "cc-by-sa-4.0",
     treebank: "ug_udt", wikiann: "ug", stanza_code: "ug", corpus_format: "wikipedia_html",
     title: "Uyghur", short_title: "Uyghur", paper_train_tokens: 2401445,
     table1_note: "the reference's 90/10 document split of the same 10,508 articles; our sentence splitter approximates the reference pipeline",
   },
   ancient_greek: {
+    ud_name: "UD_Ancient_Greek-PROIEL", ud_license: "cc-by-nc-sa-3.0",
     treebank: "grc_proiel", stanza_code: "grc", corpus_format: "plain_text_gz",
     title: "Ancient Greek", short_title: "An. Gk.", paper_train_tokens: 9058227,
     data_notes: [
@@ -67,6 +74,7 @@
     ud_finetune: { cpu: { batches_per_epoch: 75 } },
   },
   english: {
+    ud_name: "UD_English-EWT", ud_license: "cc-by-sa-4.0",
     treebank: "en_ewt", stanza_code: "en", corpus_format: "plain_text",
     title: "English", short_title: "English",
   },

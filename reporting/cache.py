@@ -4,6 +4,8 @@
     python -m reporting.cache unfinished [--json]                  # runs in progress or stopped, how far
     python -m reporting.cache export <unique id or prefix> DIR     # a self-contained HF folder
     python -m reporting.cache prune [--yes]                        # dry run unless --yes
+    python -m reporting.cache release <unique id or prefix> [--root releases] [--name NAME]
+    python -m reporting.cache restore releases/<language>/<name> [...]  # back into --workspace's cache
 
 ``ls`` lists every cached pretrained encoder (``pretrain_microbert``, ``random_init_encoder``:
 language, condition, scale, seed, steps, final dev MLM loss, size, age, the HF folder to load)
@@ -19,6 +21,14 @@ yet: running (a process holds the entry's lock, as Tango decides) or stopped (ki
 ``tango run`` of the same file resumes it), with how far each got (optimizer steps or epochs of the
 configured total), the best dev figure so far and when the checkpoint was written. It reads only
 the checkpoint's bookkeeping (memory-mapped, no weights loaded), so it is cheap beside a run.
+
+``release`` writes a pretrained encoder to ``releases/<language>/<name>/`` (safetensors weights,
+tokenizer, config, metrics.json, the step's config, a content hash and a model card in the Hugging
+Face card format: `steps.common.releases`); a stopped pretraining goes out as its checkpoint
+(``<name>-partial``), to go on from on another machine. ``restore`` puts releases back as the
+cached results (or stopped runs) of the steps that built them, after checking every file against
+the release's hashes and the step version it declares: ``tango run`` of the file that built an
+encoder then goes straight to what follows it.
 
 ``prune`` lists the cache entries that no experiment file in ``experiments/`` or ``benchmarks/``
 builds any more (an edited config orphans them), with their sizes; ``--yes`` removes each entry's
@@ -327,36 +337,75 @@ def resolve_entry(workspace_dir: Path, key: str) -> Path:
     return found[0]
 
 
-def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], stock: bool) -> str:
+def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], stock: bool,
+               downstream: Sequence[Entry] = (), release: Optional[Dict[str, Any]] = None) -> str:
+    """The encoder's model card in the Hugging Face card format (YAML metadata, then prose): language,
+    data and licences, tokens, steps, dev MLM loss, downstream figures with their seeds, how to load
+    it, and (for a release) its content hash and how to restore it into a cache."""
+    from reporting.languages import languages
+
+    facts = languages().get(entry.language or "", {})
+    language = facts.get("title") or entry.language or "(language unknown)"
     training = metrics.get("training") or {}
     history = metrics.get("history") or []
     curve = ", ".join(f"{h['step']}: {h['dev_mlm_loss']:.3f}" for h in history if "dev_mlm_loss" in h)
-    load = ("```python\nfrom transformers import AutoModel, AutoTokenizer\n\nmodel = AutoModel.from_pretrained(\".\")\n"
-            "tokenizer = AutoTokenizer.from_pretrained(\".\")\n```\n" if stock else
+    tokens = sum(h.get("tokens", 0) for h in history) or (metrics.get("final") or {}).get("tokens")
+    load = ("```python\nfrom transformers import AutoModel, AutoTokenizer\n\nmodel = AutoModel.from_pretrained(FOLDER)\n"
+            "tokenizer = AutoTokenizer.from_pretrained(FOLDER)\n```\n" if stock else
             "This condition's attention reads a dependency parse (`model_type: microbert`), so loading it needs the "
             "project's `models` package (`import models` before `AutoModel.from_pretrained`) and a parse of every "
             "sentence; see the project README.\n")
+    folder = "the `encoder` folder of this release" if release else "this folder"
     data = {key: value for key, value in config.items() if key not in ("type", "training", "model")}
-    return "\n".join([
-        f"# µBERT, condition {entry.condition} ({entry.language or 'language unknown'}, {entry.scale or 'scale unknown'} scale)",
+    header = ["---", f"language: {facts.get('stanza_code', 'unknown')}", "license: other",
+              f"license_name: \"{facts.get('ud_license', 'unknown')} (treebank); CC BY-SA (Wikipedia text)\"",
+              "library_name: transformers", "pipeline_tag: fill-mask",
+              "tags: [bert, microbert, syntactic-inductive-bias, low-resource]",
+              f"datasets: [universal_dependencies, wikipedia]", "---", ""]
+    rows = [f"| {c.task} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)} | {c.metric} |" for c in
+            sorted(downstream, key=lambda c: (c.task or "", c.seed or 0))]
+    body = [
+        f"# µBERT {language}, condition {entry.condition} ({entry.scale or 'unknown'} scale, seed {entry.seed})",
         "",
-        "A small BERT pretrained by the syntactic-inductive-bias Tango workspace (Gessler & Schneider, *Syntactic "
-        "Inductive Bias in Transformer Language Models*). Exported with `python -m reporting.cache export`.",
+        "A small BERT pretrained by the syntactic-inductive-bias Tango workspace, reproducing Gessler & Schneider, "
+        "*Syntactic Inductive Bias in Transformer Language Models: Especially Helpful for Low-Resource Languages?* "
+        "(M = masked LM, X = XPOS tagging, P/T = SynCLM phrase/tree losses, -SLA = syntax-aware local attention).",
         "",
-        f"- cache entry (Tango unique ID): `{entry.unique_id}`",
-        f"- condition: {entry.condition} (M = masked LM, X = XPOS tagging, P/T = SynCLM phrase/tree losses, -SLA = "
-        "syntax-aware local attention; random-init = not pretrained)",
-        f"- language: {entry.language}; scale: {entry.scale}; seed: {entry.seed}",
-        f"- data: the step's inputs {json.dumps(data, sort_keys=True)}; {metrics.get('train_rows', '?')} training rows",
+        "## Data",
+        "",
+        f"- unlabeled text: the {language} reference corpus of the MicroBERT paper (Wikipedia articles where the "
+        "language has them; CC BY-SA)",
+        (f"- treebank: {facts['ud_name']} (Universal Dependencies r2.11; licence {facts['ud_license']}), which trains the "
+         "corpus parser whose parse gives the X, P, T and SLA signals" if "ud_name" in facts else
+         "- treebank: none named (this encoder's language has no Universal Dependencies entry here)"),
+        f"- the step's inputs: `{json.dumps(data, sort_keys=True)}`; {metrics.get('train_rows', '?')} training rows"
+        + (f", {tokens:,} training tokens seen" if tokens else ""),
+        "",
+        "## Training",
+        "",
         f"- steps: {entry.steps} (batch {training.get('batch_size', '?')}, lr {training.get('lr', '?')}, warmup "
-        f"{training.get('warmup_steps', '?')})",
+        f"{training.get('warmup_steps', training.get('warmup', '?'))}); device {metrics.get('device', '?')}",
         f"- metrics: final dev MLM loss {_figure(entry.final_dev_mlm_loss)}; best {_figure(metrics.get('best_dev_mlm_loss'))} "
         f"at step {metrics.get('best_step', '?')}; dev MLM loss by step: {curve or '—'}",
+        f"- cache entry (Tango unique ID): `{entry.unique_id}`",
+        "",
+        "## Downstream",
+        "",
+        *(["| task | seed | dev | test | metric |", "|---|---|---|---|---|", *rows] if rows else
+          ["No fine-tuned cell of this encoder was in the cache that wrote this card."]),
         "",
         "## Load",
         "",
+        f"`FOLDER` is {folder}.",
+        "",
         load,
-    ])
+    ]
+    if release:
+        body += ["## Release", "",
+                 f"- content sha256: `{release['sha256']}` over the files listed in `release.json`",
+                 "- put it back as the cached result of the step that built it: "
+                 "`python -m reporting.cache restore <this folder> --workspace WORKSPACE`", ""]
+    return "\n".join(header + body)
 
 
 def export_entry(workspace_dir: Path, key: str, out: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Path:
@@ -375,8 +424,61 @@ def export_entry(workspace_dir: Path, key: str, out: Path, graphs: Optional[Sequ
     config = json.loads((out / "config.json").read_text())
     info = step_infos(workspace_dir).get(entry.unique_id)
     card = model_card(entry, _read_metrics(folder / "result"), (info.config or {}) if info else {},
-                      stock=config.get("model_type") == "bert")
+                      stock=config.get("model_type") == "bert", downstream=downstream_cells(workspace_dir, entry.unique_id, graphs))
     (out / "README.md").write_text(card)
+    return out
+
+
+def downstream_cells(workspace_dir: Path, encoder_id: str, graphs: Sequence[FileGraph] = ()) -> List[Entry]:
+    """The cached fine-tuned cells whose encoder is ``encoder_id``."""
+    return [e for e in list_entries(workspace_dir, graphs) if e.kind == "cell" and e.encoder == encoder_id]
+
+
+RELEASE_LIMIT = 10 * 2**20  # an encoder release; a stopped pretraining's checkpoint may take up to
+PARTIAL_LIMIT = 25 * 2**20  # this much (model, optimizer and scheduler state)
+
+
+def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), name: Optional[str] = None,
+                  graphs: Optional[Sequence[FileGraph]] = None) -> Path:
+    """Write a cached encoder (or a stopped pretraining's checkpoint) as a release under
+    ``root/<language>/<name>/`` (`steps.common.releases`) with its model card; returns the folder."""
+    from steps.common.releases import entry_kind, write_release
+
+    folder = resolve_entry(workspace_dir, key)
+    graphs = remembered_graphs(workspace_dir) if graphs is None else graphs
+    kind = entry_kind(folder)
+    info = step_infos(workspace_dir).get(folder.name)
+    config = (info.config or {}) if info else {}
+    if kind == "result":
+        [entry] = [e for e in list_entries(workspace_dir, graphs) if e.unique_id == folder.name] or [None]
+        if entry is None or entry.kind != "encoder":
+            raise SystemExit(f"{folder.name} is not a cached encoder (pretrain_microbert / random_init_encoder)")
+    else:
+        [stopped] = [u for u in unfinished_entries(workspace_dir, graphs) if u.unique_id == folder.name] or [None]
+        if stopped is None or stopped.step_class not in ENCODER_CLASSES:
+            raise SystemExit(f"{folder.name}: a stopped step that is not a pretraining; only encoders are released")
+        entry = Entry(folder.name, "encoder", stopped.step_class, language=stopped.language, condition=stopped.condition,
+                      scale=stopped.scale, seed=stopped.seed, steps=stopped.steps)
+    language = entry.language or _language_upstream(folder.name, step_infos(workspace_dir)) or "unknown"
+    default = f"{(entry.condition or 'encoder').lower().replace(' ', '_')}-{entry.scale or 'unknown'}-s{entry.seed}"
+    out = Path(root) / language / ((name or default) + ("-partial" if kind == "checkpoint" else ""))
+    step = {"step_class": entry.step_class, "config": config, "language": language, "condition": entry.condition,
+            "scale": entry.scale, "seed": entry.seed, "steps": entry.steps}
+    record = write_release(folder, out, step)
+    if kind == "result":
+        metrics = _read_metrics(out)
+        stock = json.loads((out / "encoder" / "config.json").read_text()).get("model_type") == "bert"
+        card = model_card(entry, metrics, config, stock, downstream_cells(workspace_dir, folder.name, graphs), record)
+    else:
+        card = (f"# Stopped pretraining: {language} {entry.condition}, {entry.scale} scale, seed {entry.seed}\n\n"
+                f"The checkpoint of `{folder.name}` at optimizer step {entry.steps} of {stopped.total}: restore it "
+                "(`python -m reporting.cache restore <this folder> --workspace WORKSPACE`) and `tango run` the file that "
+                f"builds it goes on from that step.\n\nContent sha256: `{record['sha256']}` (release.json).\n")
+    (out / "README.md").write_text(card)
+    size = folder_size(out)
+    limit = RELEASE_LIMIT if kind == "result" else PARTIAL_LIMIT
+    if size > limit:
+        print(f"warning: {out} holds {_size(size)}, over the {_size(limit)} a release of this kind is meant to take", file=sys.stderr)
     return out
 
 
@@ -456,6 +558,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     unfinished = commands.add_parser("unfinished", parents=[common],
                                      help="pretraining and fine-tuning steps with a checkpoint and no result: running or stopped, how far")
     unfinished.add_argument("--json", action="store_true", help="one JSON object: {unfinished: [...]}")
+    release = commands.add_parser("release", parents=[common],
+                                  help="write a cached encoder (or a stopped pretraining) to releases/<language>/<name>/ with hashes and a model card")
+    release.add_argument("entry", help="unique id (or an unambiguous prefix) of a pretrain_microbert / random_init_encoder entry")
+    release.add_argument("--root", type=Path, default=Path("releases"), help="where releases go (default: ./releases)")
+    release.add_argument("--name", help="the release folder's name (default: <condition>-<scale>-s<seed>)")
+    restore = commands.add_parser("restore", parents=[common], help="put releases back as their steps' cache entries (checked first)")
+    restore.add_argument("releases", nargs="+", type=Path, help="release folders (releases/<language>/<name>)")
     prune = commands.add_parser("prune", parents=[common], help="remove the cache entries no experiment file refers to (dry run unless --yes)")
     prune.add_argument("--yes", action="store_true", help="remove them")
     prune.add_argument("--allow-broken", action="store_true",
@@ -464,6 +573,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import steps  # noqa: F401  (registers step classes and formats)
 
     workspace_dir = Path(args.workspace).resolve()
+    if args.command == "restore":
+        from steps.common.releases import ReleaseRefused, restore_release
+
+        try:
+            targets = [restore_release(folder, workspace_dir) for folder in args.releases]
+        except ReleaseRefused as refused:
+            print(f"refused: {refused}", file=sys.stderr)
+            return 2
+        for folder, target in zip(args.releases, targets):
+            print(f"{folder} -> {target}")
+        return 0
+    if args.command == "release":
+        graphs = load_graphs(args.experiments, workspace_dir) if args.experiments else None
+        print(release_entry(workspace_dir, args.entry, args.root, args.name, graphs))
+        return 0
     files = args.experiments or experiment_files()
     if args.command == "export":
         print(export_entry(workspace_dir, args.entry, args.out, load_graphs(files, workspace_dir) if args.experiments else None))

@@ -148,7 +148,9 @@ def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path):
     assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= names
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in names)
     card = (out / "README.md").read_text()
-    assert step.unique_id in card and "condition: M" in card and "(spanish, smoke scale)" in card and "steps: 4" in card and "final dev MLM loss" in card
+    assert card.startswith("---\nlanguage: ") and "\nlibrary_name: transformers\n" in card  # the Hugging Face card format
+    assert step.unique_id in card and "condition M (smoke scale, seed 3)" in card and "steps: 4" in card and "final dev MLM loss" in card
+    assert "| pronto:proper_noun_subject | 1 |" in card  # its downstream cell, with the seed
     # No project code: an isolated interpreter (no cwd, no PYTHONPATH) in another folder.
     probe = ("import importlib.util, sys, torch\n"
              "assert importlib.util.find_spec('models') is None and importlib.util.find_spec('steps') is None\n"
@@ -296,3 +298,126 @@ def test_encoder_experiment_fine_tunes_a_cached_folder_without_pretraining(tmp_p
     assert {"corpus", "word_vectors", "corpus_parser"} <= set(sla_steps) and "pretrained_model" not in sla_steps
     assert sla_steps["ner_s42"]["sla_parse"] == "parse" and sla_steps["ner_s42"]["corpus_parser"] == {"type": "ref", "ref": "corpus_parser"}
     StepGraph.from_params(Params.from_file(plain).pop("steps"))  # the graph builds
+
+
+# --- releases -------------------------------------------------------------------------------------
+
+
+def _tango_run(experiment: Path, workspace_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tango", "--settings", str(REPO / "tango.yml"), "run", str(experiment),
+                           "-w", str(workspace_dir)], cwd=REPO, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
+
+
+def test_a_release_restored_on_a_fresh_workspace_goes_straight_to_fine_tuning(small_cache, tmp_path, capsys):
+    """release → wipe → restore → `tango run` of the file that built it: nothing upstream of the
+    encoder is recomputed, its fine-tuning is, and the restored entry is the released one, byte for byte."""
+    workspace, graphs = small_cache
+    experiment, graph = graphs["kept"]
+    step = graph["pretrained_model"]
+    assert cache.main(["release", step.unique_id[:30], "--workspace", str(workspace.dir), "--root", str(tmp_path / "releases"),
+                       "--experiments", str(experiment)]) == 0
+    released = Path(capsys.readouterr().out.strip())
+    assert released == tmp_path / "releases" / "spanish" / "m-smoke-s3"
+    record = json.loads((released / "release.json").read_text())
+    assert record["unique_id"] == step.unique_id and {"encoder/model.safetensors", "encoder/tokenizer.json", "metrics.json",
+                                                      "step.json"} <= set(record["files"])
+    assert (released / "README.md").read_text().startswith("---\nlanguage: ")
+    fresh = tmp_path / "fresh"
+    assert cache.main(["restore", str(released), "--workspace", str(fresh)]) == 0
+    original, restored = workspace.step_dir(step), fresh / "cache" / step.unique_id
+    assert sorted(p.relative_to(restored / "result").as_posix() for p in (restored / "result").rglob("*") if p.is_file()) == \
+        sorted(p.relative_to(original / "result").as_posix() for p in (original / "result").rglob("*") if p.is_file())
+    assert (restored / "result" / "encoder" / "model.safetensors").read_bytes() == (original / "result" / "encoder" / "model.safetensors").read_bytes()
+    completed = _tango_run(experiment, fresh)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    computed = {folder.name.split("-")[0] for folder in (fresh / "cache").iterdir() if (folder / "cache-metadata.json").exists()}
+    assert computed == {"PretrainMicrobert", "FinetunePronto", "ScoreCell", "AggregateCell"}, computed
+    # The cell equals the one computed above the original entry.
+    assert json.loads((fresh / "cache" / graph["pronto_s1"].unique_id / "result" / "metrics.json").read_text())["test"] == \
+        json.loads((workspace.step_dir(graph["pronto_s1"]) / "result" / "metrics.json").read_text())["test"]
+
+
+def _released(small_cache, root: Path) -> Path:
+    workspace, graphs = small_cache
+    return cache.release_entry(workspace.dir, graphs["kept"][1]["pretrained_model"].unique_id, root)
+
+
+def test_a_release_with_one_byte_flipped_is_refused_in_one_line(small_cache, tmp_path, capsys):
+    released = _released(small_cache, tmp_path / "releases")
+    weights = released / "encoder" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert cache.main(["restore", str(released), "--workspace", str(tmp_path / "ws")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and f"{weights}: sha256 " in error and "differs from" in error, error
+    assert not (tmp_path / "ws" / "cache").exists() or not any((tmp_path / "ws" / "cache").iterdir())
+
+
+def test_a_release_is_refused_when_its_record_or_declared_step_does_not_hold(small_cache, tmp_path):
+    from steps.common.releases import ReleaseRefused, digest_of, restore_release, sha256_of
+
+    released = _released(small_cache, tmp_path / "releases")
+    record = json.loads((released / "release.json").read_text())
+    (released / "extra.bin").write_bytes(b"x")  # a file the record does not name
+    with pytest.raises(ReleaseRefused, match="extra.bin: not recorded"):
+        restore_release(released, tmp_path / "ws")
+    (released / "extra.bin").unlink()
+    # A release made by another version of the step, consistently re-hashed: its ID names a version this code does not compute.
+    step = json.loads((released / "step.json").read_text())
+    old_id = record["unique_id"].replace("PretrainMicrobert-002-", "PretrainMicrobert-001-")
+    step["unique_id"] = step["cache_metadata"]["step"] = old_id
+    (released / "step.json").write_text(json.dumps(step))
+    record["files"]["step.json"] = sha256_of(released / "step.json")
+    record.update(unique_id=old_id, sha256=digest_of(record["files"]))
+    (released / "release.json").write_text(json.dumps(record))
+    with pytest.raises(ReleaseRefused, match="made by PretrainMicrobert version 001; this code's is 002"):
+        restore_release(released, tmp_path / "ws")
+    # step.json declaring another step than the record, hashes aside.
+    step["unique_id"] = record["unique_id"] = "PretrainMicrobert-002-" + "x" * 32
+    (released / "step.json").write_text(json.dumps(step))
+    record["files"]["step.json"] = sha256_of(released / "step.json")
+    record["sha256"] = digest_of(record["files"])
+    (released / "release.json").write_text(json.dumps(record))
+    with pytest.raises(ReleaseRefused, match="declares step"):
+        restore_release(released, tmp_path / "ws")
+
+
+def test_a_stopped_run_travels_as_its_checkpoint_and_is_restored_unfinished(tmp_path):
+    from steps.common.releases import restore_release, write_release
+
+    entry = tmp_path / "ws" / "cache" / "PretrainMicrobert-002-abc"
+    (entry / "work").mkdir(parents=True)
+    torch.save({"step": 7, "model": {"w": torch.arange(4.0)}}, entry / "work" / "checkpoint.pt")
+    record = write_release(entry, tmp_path / "releases" / "m-partial", {"step_class": "PretrainMicrobert"})
+    assert record["kind"] == "checkpoint" and set(record["files"]) == {"work/checkpoint.pt", "step.json"}
+    target = restore_release(tmp_path / "releases" / "m-partial", tmp_path / "other")
+    assert not (target / "cache-metadata.json").exists()  # unfinished: `tango run` resumes it
+    assert torch.load(target / "work" / "checkpoint.pt", weights_only=True)["step"] == 7
+
+
+def test_a_run_executes_only_the_uncached_steps_that_uncached_results_need():
+    """`tango run` prunes its graph as `make` would (steps.common.compat.needed_steps), checked against
+    every subset of cached steps of a small diamond by a brute-force reading of the rule."""
+    from itertools import combinations
+    from types import SimpleNamespace
+
+    from steps.common.compat import needed_steps
+
+    edges = {"corpus": [], "parser": ["corpus"], "parse": ["corpus", "parser"], "tokenizer": ["corpus"],
+             "rows": ["parse", "tokenizer"], "encoder": ["rows", "tokenizer"], "ud": ["encoder", "parser"], "cell": ["ud"]}
+    nodes = {name: SimpleNamespace(name=name, cache_results=True, dependencies=set()) for name in edges}
+    for name, parents in edges.items():
+        nodes[name].dependencies = [nodes[parent] for parent in parents]
+    consumers = {name: [c for c, parents in edges.items() if name in parents] for name in edges}
+    for size in range(len(edges) + 1):
+        for cached in map(set, combinations(edges, size)):
+            def must_run(name):  # brute force: uncached, and a sink or read by something that must run
+                return name not in cached and (not consumers[name] or any(must_run(c) for c in consumers[name]))
+            run = {name for name in edges if must_run(name)}
+            kept = needed_steps(nodes, lambda step: step.name in cached)
+            assert set(kept) == run | {parent for name in run for parent in edges[name]}, (cached, set(kept))
+    # The restored-encoder case: only the fine-tuning and its cell run (the parser is read by ud, so it stays).
+    kept = needed_steps(nodes, lambda step: step.name in {"encoder", "parser"})
+    assert set(kept) == {"ud", "cell", "encoder", "parser"}

@@ -1,6 +1,7 @@
 """Small compatibility shims for the pinned Tango 1.3.2, applied when ``steps`` is imported."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from sqlitedict import SqliteDict
@@ -183,3 +184,58 @@ def _adopt_entries_copied_from_another_machine() -> None:
 
 
 _adopt_entries_copied_from_another_machine()
+
+
+def needed_steps(step_graph, cached) -> dict:
+    """The steps of ``step_graph`` that a run must execute, with the cached steps they read.
+
+    Tango 1.3.2 ensures every cacheable step of a graph, so a workspace holding a restored
+    pretraining (``python -m reporting.cache restore``) would first rebuild the corpus, parser and
+    parse above it, though nothing downstream reads them any more. A step is needed here when its
+    result is not cached and it is a leaf of the graph (a table cell) or feeds a needed step, as
+    `make` decides; the cached steps that needed ones read stay in the graph, so both executors
+    see them completed. ``cached(step)``: whether the workspace holds the step's result."""
+    consumers = {name: [] for name in step_graph}
+    for name, step in step_graph.items():
+        for dependency in step.dependencies:
+            if dependency.name in consumers:
+                consumers[dependency.name].append(name)
+    needed: dict = {}
+
+    def is_needed(name: str) -> bool:
+        if name not in needed:
+            step = step_graph[name]
+            needed[name] = not (step.cache_results and cached(step)) and (
+                not consumers[name] or any(is_needed(consumer) for consumer in consumers[name]))
+        return needed[name]
+
+    kept = {name for name in step_graph if is_needed(name)}
+    kept |= {dependency.name for name in set(kept) for dependency in step_graph[name].dependencies if dependency.name in step_graph}
+    return {name: step for name, step in step_graph.items() if name in kept}
+
+
+def _run_only_what_is_needed() -> None:
+    # `tango run` (and each step process of `tango run -j`) executes the needed part of the graph.
+    import tango.__main__ as tango_main
+    import tango.cli as tango_cli
+    from tango.step_graph import StepGraph
+
+    stock = tango_cli.execute_step_graph
+
+    def execute_step_graph(step_graph, workspace=None, executor=None, name=None, called_by_executor=False, step_names=None):
+        if workspace is not None:
+            kept = needed_steps(step_graph, lambda step: step in workspace.step_cache)
+            if len(kept) < len(step_graph):
+                # StepGraph() insists on every dependency being in the graph; the cached ones above
+                # the kept steps are not, on purpose, so the pruned graph is made as its parsed form.
+                step_graph = StepGraph.__new__(StepGraph)
+                step_graph.parsed_steps = kept
+        return stock(step_graph, workspace, executor, name, called_by_executor, step_names)
+
+    tango_cli.execute_step_graph = tango_main.execute_step_graph = execute_step_graph
+    running = sys.modules.get("__main__")  # `python -m tango` runs its own copy of tango.__main__
+    if getattr(running, "execute_step_graph", None) is stock:
+        running.execute_step_graph = execute_step_graph
+
+
+_run_only_what_is_needed()

@@ -24,6 +24,23 @@ def torch_threads(num_threads: Optional[int]) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: Optional[str] = "auto") -> torch.device:
+    """The device a step runs on: ``"auto"`` (or None) takes the GPU when there is one, ``"cpu"`` and
+    ``"cuda"`` force one. Where a step runs never changes what it means, so steps keep ``device``
+    out of their cache keys and record the device they used in their metrics."""
+    device = device or "auto"
+    if device not in DEVICES and not device.startswith("cuda:"):
+        raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)} (or cuda:N)")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but torch sees no GPU here; use \"auto\" or \"cpu\"")
+    return torch.device(device)
+
+
 def fused_adamw(params: Any, **settings: Any) -> torch.optim.AdamW:
     """``torch.optim.AdamW`` with its fused kernel: the same update as the default for-loop
     implementation (up to float rounding), one kernel for all parameters instead of a dozen small

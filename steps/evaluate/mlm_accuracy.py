@@ -30,7 +30,7 @@ from tango import Step
 
 from steps.common.data_root import DataError, DataPath
 from steps.common.formats import DirectoryFormat
-from steps.common.runtime import torch_threads
+from steps.common.runtime import resolve_device, torch_threads
 
 MLM_METRICS = ("accuracy", "bin1", "bin2", "bin3", "bin4", "bin5", "word_completion")
 
@@ -74,7 +74,7 @@ class MlmAccuracy(Step):
     CACHEABLE = True
     VERSION = "001"
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
     # The trigram-LM row reads a trigram model and a tokenizer instead of a pretrained µBERT.
     SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None, "tokenizer": None}
 
@@ -88,7 +88,10 @@ class MlmAccuracy(Step):
         num_threads: Optional[int] = None,
         trigram_model: Optional[Any] = None,
         tokenizer: Optional[Path] = None,
+        device: Optional[str] = "auto",
     ) -> Path:
+        """:param device: where the µBERT runs: "auto" (the GPU when there is one), "cpu" or "cuda"
+            (the trigram LM always runs on the CPU); recorded in metrics.json."""
         from safetensors.torch import load_file
         from transformers import AutoModel
 
@@ -100,6 +103,7 @@ class MlmAccuracy(Step):
 
         if (pretrained is None) == (trigram_model is None) or (trigram_model is not None) != (tokenizer is not None):
             raise ValueError("mlm_accuracy scores either a pretrained µBERT (pretrained) or a trigram LM (trigram_model and tokenizer)")
+        device = resolve_device(device) if trigram_model is None else torch.device("cpu")
         with torch_threads(num_threads), torch.no_grad():
             if trigram_model is not None:
                 tokenizer, context = load_tokenizer(Path(tokenizer)), None
@@ -111,10 +115,10 @@ class MlmAccuracy(Step):
                     raise DataError(f"{head_file}: missing; this pretraining result predates the exported MLM head (re-run pretrain_microbert)")
                 context = objective_sizes(parse_condition(condition).objectives).get("C")
                 tokenizer = load_tokenizer(pretrained / "encoder")
-                encoder = AutoModel.from_pretrained(pretrained / "encoder").eval()
+                encoder = AutoModel.from_pretrained(pretrained / "encoder").to(device).eval()
                 head = MicroBertMLMHead(encoder.config)
                 head.load_state_dict(load_file(str(head_file)))
-                head.eval()
+                head.to(device).eval()
                 embeddings = encoder.get_input_embeddings().weight
                 vocab_size = embeddings.shape[0]
             special = sorted(set(tokenizer.all_special_ids))
@@ -127,8 +131,8 @@ class MlmAccuracy(Step):
             rows = [tokenizer(s["tokens"], is_split_into_words=True)["input_ids"] for s in read_conllu(sentences.resolve())[:max_sentences]]
             gold, guess, completes = [], [], []
             for ids in rows:
-                original = torch.tensor([ids])
-                positions = torch.arange(1, len(ids) - 1)
+                original = torch.tensor([ids], device=device)
+                positions = torch.arange(1, len(ids) - 1, device=device)
                 corrupted = original.repeat(len(positions), 1)
                 corrupted[torch.arange(len(positions)), positions] = tokenizer.mask_token_id
                 if trigram_model is not None:  # the n-gram model alone: its best candidate
@@ -162,6 +166,7 @@ class MlmAccuracy(Step):
         out = self.work_dir / "result"
         out.mkdir(parents=True, exist_ok=True)
         metrics = {"task": "mlm_accuracy", "primary_metric": "accuracy", "condition": condition,
-                   "evaluated_on": f"first {max_sentences} sentences of {sentences.resolve().name}", "test": scores, "counts": counts}
+                   "evaluated_on": f"first {max_sentences} sentences of {sentences.resolve().name}", "test": scores, "counts": counts,
+                   "device": str(device)}
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
         return out

@@ -43,7 +43,7 @@ from steps.pretrain.encoders import (
 )
 from steps.common.formats import DirectoryFormat, cached_location
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
-from steps.common.runtime import derived_seed, fused_adamw, torch_threads
+from steps.common.runtime import derived_seed, fused_adamw, resolve_device, torch_threads
 from steps.finetune import loop
 
 logger = logging.getLogger(__name__)
@@ -297,7 +297,7 @@ class FinetuneNer(Step):
                   checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker(),
                   reference_head: bool = False):
         start = time.perf_counter()
-        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = resolve_device(device)
         splits = {"train": read_bio(train_path.resolve()), "dev": read_bio(dev_path.resolve()), "test": read_bio(test_path.resolve())}
         labels = label_set(*splits.values())
         index = {label: i for i, label in enumerate(labels)}

@@ -37,7 +37,7 @@ from steps.common.data_root import DataError, DataPath, iter_lines
 from steps.pretrain.encoders import _hub_tokenizer, resolve_encoder_dir
 from steps.common.formats import DirectoryFormat, cached_location
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
-from steps.common.runtime import torch_threads
+from steps.common.runtime import resolve_device, torch_threads
 from steps.finetune import loop
 
 logger = logging.getLogger(__name__)
@@ -320,7 +320,7 @@ class FinetunePronto(Step):
 
     def _finetune(self, encoder, task: PrOntoTask, train_path, dev_path, test_path, config: PrOntoConfig, device,
                   checkpoint_every: int = 1, tracker: NullTracker = NullTracker()) -> Path:
-        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = resolve_device(device)
         splits = {"dev": read_pronto_tsv(dev_path.resolve(), task), "test": read_pronto_tsv(test_path.resolve(), task)}
         if train_path is not None:
             splits["train"] = read_pronto_tsv(train_path.resolve(), task)

@@ -37,7 +37,7 @@ from steps.common.formats import DirectoryFormat, cached_location
 from steps.parse.backends import CorpusParser, attachment_scores
 from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
-from steps.common.runtime import compile_module, derived_seed, fused_adamw, torch_threads
+from steps.common.runtime import compile_module, derived_seed, fused_adamw, resolve_device, torch_threads
 from steps.finetune import loop
 
 logger = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ class FinetuneUdParser(Step):
                   reference_head: bool = False, compile_model: Optional[Dict[str, Any]] = None) -> Path:
         from models.biaffine_parser import BiaffineDependencyParser
 
-        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = resolve_device(device)
         if sla_parse not in SLA_PARSE_MODES:
             raise ValueError(f"sla_parse must be one of {SLA_PARSE_MODES}, got {sla_parse!r}")
         encoder, tokenizer = load_encoder(source, sla_parse)

@@ -5,7 +5,8 @@ language's UD train split (dev for model selection) and scored on the test split
 predicted tags. Two backends:
 
 - ``stanza`` (default, as in the paper): Stanza's POS tagger and biaffine dependency parser,
-  trained with their own CLIs in-process, CPU only, no pretrained word vectors.
+  trained with their own CLIs in-process, on the GPU when there is one (``device``), from word
+  vectors trained on the corpus.
 - ``udpipe``: UDPipe 1 (``ufal.udpipe``), the classical baseline.
 
 Each is a registered :class:`CorpusParserBackend` (configs name it: ``backend: "stanza"``);
@@ -165,14 +166,14 @@ class CorpusParserBackend(Registrable):
     uses_word_vectors = False  # whether train() takes the corpus word vectors
 
     def train(self, directory: Path, language, train: Path, dev: Path, budget: ParserBudget,
-              word_vectors: Optional[Path], phases: Optional[PhaseLog] = None) -> Dict[str, float]:
-        """Train into ``directory`` from normalised CoNLL-U files; return timings. With ``phases``,
-        skip the phases it records as done (their models are in ``directory``) and record each
-        phase as it finishes."""
+              word_vectors: Optional[Path], phases: Optional[PhaseLog] = None, device: str = "cpu") -> Dict[str, float]:
+        """Train into ``directory`` from normalised CoNLL-U files on ``device`` ("cpu" or "cuda");
+        return timings. With ``phases``, skip the phases it records as done (their models are in
+        ``directory``) and record each phase as it finishes."""
         raise NotImplementedError
 
-    def load(self, directory: Path, info: Dict[str, Any]) -> Any:
-        """The loaded models of a trained parser directory."""
+    def load(self, directory: Path, info: Dict[str, Any], device: str = "cpu") -> Any:
+        """The loaded models of a trained parser directory, on ``device``."""
         raise NotImplementedError
 
     def parse(self, models: Any, batch: Sequence[Sequence[str]]) -> List[Sentence]:
@@ -182,17 +183,17 @@ class CorpusParserBackend(Registrable):
 
 @CorpusParserBackend.register("stanza")
 class StanzaBackend(CorpusParserBackend):
-    """Stanza's POS tagger and biaffine parser (the paper's choice), trained in-process on CPU."""
+    """Stanza's POS tagger and biaffine parser (the paper's choice), trained in-process."""
 
     uses_word_vectors = True
 
-    def train(self, directory, language, train, dev, budget, word_vectors, phases=None):
+    def train(self, directory, language, train, dev, budget, word_vectors, phases=None, device="cpu"):
         timings = train_stanza(directory, language.stanza_code, language.treebank, train, dev, budget,
-                               word_vectors=word_vectors, phases=phases)
+                               word_vectors=word_vectors, phases=phases, device=device)
         shutil.rmtree(directory / "scratch", ignore_errors=True)
         return timings
 
-    def load(self, directory, info):
+    def load(self, directory, info, device="cpu"):
         import stanza
 
         vectors = str(directory / info["word_vectors"]) if info.get("word_vectors") else None
@@ -217,7 +218,8 @@ class StanzaBackend(CorpusParserBackend):
             depparse_model_path=str(directory / "parser.pt"),
             pos_pretrain_path=vectors,
             depparse_pretrain_path=vectors,
-            use_gpu=False,
+            use_gpu=device != "cpu",
+            device=device,
             logging_level="WARN",
             pos_batch_size=5000,
             depparse_batch_size=5000,
@@ -244,9 +246,9 @@ class StanzaBackend(CorpusParserBackend):
 
 @CorpusParserBackend.register("udpipe")
 class UDPipeBackend(CorpusParserBackend):
-    """UDPipe 1 (``ufal.udpipe``), the classical baseline; ignores word vectors."""
+    """UDPipe 1 (``ufal.udpipe``), the classical baseline; ignores word vectors and runs on the CPU."""
 
-    def train(self, directory, language, train, dev, budget, word_vectors, phases=None):
+    def train(self, directory, language, train, dev, budget, word_vectors, phases=None, device="cpu"):
         if phases is not None and "udpipe" in phases and (directory / "udpipe.model").exists():
             logger.info("UDPipe model already trained (resumed run)")
             return dict(phases.get("udpipe"))
@@ -254,7 +256,7 @@ class UDPipeBackend(CorpusParserBackend):
         _phase_done(phases, "udpipe", timings)
         return timings
 
-    def load(self, directory, info):
+    def load(self, directory, info, device="cpu"):
         from ufal.udpipe import Model
 
         model = Model.load(str(directory / "udpipe.model"))
@@ -293,10 +295,12 @@ def parser_backend(name: str) -> CorpusParserBackend:
 
 
 class CorpusParser:
-    """A trained tagger + parser in a directory; parses pretokenized sentences."""
+    """A trained tagger + parser in a directory; parses pretokenized sentences on ``device``
+    ("cpu" or "cuda"; backends without a GPU path ignore it)."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, device: str = "cpu"):
         self.directory = Path(directory)
+        self.device = str(device)
         self.info = json.loads((self.directory / "parser.json").read_text())
         self.backend = self.info["backend"]
         self._backend = parser_backend(self.backend)
@@ -309,7 +313,7 @@ class CorpusParser:
     def parse(self, batch: Sequence[Sequence[str]]) -> List[Sentence]:
         """Tag and parse one batch of pretokenized sentences."""
         if self._models is None:
-            self._models = self._backend.load(self.directory, self.info)
+            self._models = self._backend.load(self.directory, self.info, self.device)
         return self._backend.parse(self._models, batch)
 
     def parse_all(self, sentences: Sequence[Sequence[str]], batch_size: int = 256) -> Iterator[List[Sentence]]:
@@ -415,7 +419,7 @@ def parser_optimizer_args(budget: ParserBudget) -> List[str]:
 
 def train_stanza(
     directory: Path, stanza_code: str, shorthand: str, train: Path, dev: Path, budget: ParserBudget,
-    word_vectors: Optional[Path] = None, phases: Optional[PhaseLog] = None,
+    word_vectors: Optional[Path] = None, phases: Optional[PhaseLog] = None, device: str = "cpu",
 ) -> Dict[str, float]:
     """Train Stanza's tagger, then its parser (on gold tags, as Stanza does); return seconds spent.
 
@@ -427,7 +431,7 @@ def train_stanza(
 
     # Pretrained word vectors (steps/word_vectors.py) when given, as Stanza is meant to run.
     vectors = ["--wordvec_pretrain_file", str(word_vectors)] if word_vectors else ["--no_pretrain"]
-    common = ["--lang", stanza_code, "--shorthand", shorthand, *vectors, "--cpu",
+    common = ["--lang", stanza_code, "--shorthand", shorthand, *vectors, "--device", str(device),
               "--save_dir", str(directory), "--seed", str(budget.seed),
               "--eval_interval", str(budget.eval_interval), "--fix_eval_interval"]
     scratch = directory / "scratch"
@@ -469,7 +473,7 @@ def train_stanza(
     if budget.parser_training_tags == "tagger_dev_confusion":
         tagged_dev = scratch / "tagger_dev.conllu"
         stanza_tagger.main(["--mode", "predict", "--lang", stanza_code, "--shorthand", shorthand, *vectors,
-                            "--cpu", "--save_dir", str(directory), "--save_name", "tagger.pt",
+                            "--device", str(device), "--save_dir", str(directory), "--save_name", "tagger.pt",
                             "--eval_file", str(tagger_dev), "--output_file", str(tagged_dev)])
         files = prepare_parser_training_files(train, dev, tagged_dev, scratch, budget.seed)
         parser_train, parser_dev = files["train"], files["dev"]

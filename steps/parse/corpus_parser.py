@@ -29,6 +29,7 @@ from tango.common import Tqdm
 from tango.format import DillFormat
 
 from steps.common.checkpoints import PhaseLog, SimulatedCrash, save_atomically
+from steps.common.runtime import resolve_device
 from steps.common.data_root import DataPath, normalised_copy
 from steps.common.formats import DirectoryFormat
 from steps.data.languages import get_language
@@ -54,6 +55,8 @@ class TrainCorpusParser(Step):
     CACHEABLE = True
     VERSION = "003"  # 003: the parser trains with Adam from its first step (ParserBudget.parser_optimizer)
     FORMAT = DirectoryFormat()
+    # Where it trains changes how fast, not what the step means: recorded in parser.json instead.
+    SKIP_ID_ARGUMENTS = {"device"}
 
     def run(  # type: ignore[override]
         self,
@@ -64,8 +67,11 @@ class TrainCorpusParser(Step):
         backend: str = "stanza",
         budget: ParserBudget = ParserBudget(),
         word_vectors: Optional[Path] = None,
+        device: Optional[str] = "auto",
     ) -> Path:
+        """:param device: "auto" (the GPU when there is one), "cpu" or "cuda"."""
         lang = get_language(language)
+        device = str(resolve_device(device))
         parser_kind = parser_backend(backend)  # checked before minutes of training
         # Read (and so validate) the treebank before spending minutes on training.
         splits = {name: (path.resolve(), read_conllu(path.resolve())) for name, path in
@@ -90,11 +96,11 @@ class TrainCorpusParser(Step):
             vectors_name = "word_vectors.pt"
             shutil.copy(Path(word_vectors) / VECTORS_FILE, out / vectors_name)
         timings = parser_kind.train(out, lang, train_file, dev_file, budget, out / vectors_name if vectors_name else None,
-                                    phases=phases)
+                                    phases=phases, device=device)
         info = {"backend": backend, "language": language, "stanza_code": lang.stanza_code, "word_vectors": vectors_name,
-                "budget": vars(budget), "timings": timings, "metrics": {}}
+                "budget": vars(budget), "timings": timings, "metrics": {}, "device": device}
         (out / "parser.json").write_text(json.dumps(info, indent=2))
-        parser = CorpusParser(out)
+        parser = CorpusParser(out, device)
         start = time.perf_counter()
         for split in ("dev", "test"):
             scores = evaluate_parser(parser, splits[split][1], out / f"predicted-{split}.conllu")
@@ -120,10 +126,14 @@ class ParseCorpus(Step):
     CACHEABLE = True
     VERSION = "001"
     FORMAT = DillFormat("gz")
+    SKIP_ID_ARGUMENTS = {"device"}  # recorded in the result's stats
 
-    def run(self, corpus: Dict[str, Any], parser: Path, batch_size: int = 256) -> Dict[str, Any]:  # type: ignore[override]
-        corpus_parser = CorpusParser(parser)
-        result: Dict[str, Any] = {"stats": {}}
+    def run(self, corpus: Dict[str, Any], parser: Path, batch_size: int = 256,  # type: ignore[override]
+            device: Optional[str] = "auto") -> Dict[str, Any]:
+        """:param device: "auto" (the GPU when there is one), "cpu" or "cuda"."""
+        device = str(resolve_device(device))
+        corpus_parser = CorpusParser(parser, device)
+        result: Dict[str, Any] = {"stats": {"device": device}}
         # One chunk file per parsed batch: a resumed run loads them and parses only the rest. A
         # batch's parse depends on its sentences alone, so the result equals an uninterrupted run's.
         chunks = self.work_dir / "parsed"

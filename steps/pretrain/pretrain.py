@@ -37,7 +37,7 @@ from steps.common.checkpoints import SimulatedCrash, save_atomically
 from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.pretrain.packing import PackedBatch, pack_batch
 from steps.common.formats import DirectoryFormat
-from steps.common.runtime import compile_module, compile_options, derived_seed, fused_adamw, torch_threads
+from steps.common.runtime import compile_module, compile_options, derived_seed, fused_adamw, resolve_device, torch_threads
 from steps.common.tracking import WandbSetting, tracked_run
 from steps.data.vocab import load_tokenizer
 
@@ -437,7 +437,7 @@ class PretrainMicrobert(Step):
         from models.objectives import objective_sizes
         from models.prepared_inputs import ParseInputs
 
-        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = resolve_device(device)
         tokenizer = load_tokenizer(tokenizer_dir)
         xpos_labels = list(data["xpos_labels"])
         parsed = parse_condition(condition)

@@ -318,15 +318,15 @@ class EvaluateTgAgreement(Step):
     CACHEABLE = True
     VERSION = "001"
     FORMAT = JsonFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
 
     def run(  # type: ignore[override]
         self, model: Path, actions: Dict[str, Any], pairs: Dict[str, Any], table: str, row: str, column: str, scale: str,
-        max_length: int = 256, max_pairs: Optional[int] = None, num_threads: Optional[int] = None,
+        max_length: int = 256, max_pairs: Optional[int] = None, num_threads: Optional[int] = None, device: Optional[str] = "auto",
     ) -> Dict[str, Any]:
         """:param max_length: drop pairs whose action sequences are longer (the training data's limit).
         :param max_pairs: score only the first N pairs (smoke scale); None = all."""
-        lm, training = load_cell_lm(model, row, "evaluate_tg_agreement")
+        lm, training = load_cell_lm(model, row, "evaluate_tg_agreement", device)
         kind = lm.config.tg_kind
         kept, good, bad, dropped = pair_sequences(pairs["pairs"][:max_pairs], actions, kind, max_length)
         with torch_threads(num_threads):
@@ -339,5 +339,5 @@ class EvaluateTgAgreement(Step):
             result, table=table, row=kind, column=column, scale=scale, seed=training["seed"], task="agreement",
             metric="accuracy", test=100.0 * result["accuracy"], dev=None, source=pairs["source"], dropped=dropped,
             score="log p(x)" if kind == "txl_terminals" else "joint log p(x, y) with the gold tree",
-            train_seconds=training["seconds"],
+            train_seconds=training["seconds"], device=str(next(lm.parameters()).device),
         )

@@ -30,7 +30,7 @@ from models.attention.transformer_grammar import TERMINAL, action_types
 from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, lm_config, next_action_labels
 from steps.common.batching import bucketed_batches
 from steps.common.formats import DirectoryFormat
-from steps.common.runtime import derived_seed, torch_threads
+from steps.common.runtime import derived_seed, resolve_device, torch_threads
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
@@ -58,32 +58,33 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tens
     return batch
 
 
-def load_lm(directory: Path) -> TransformerGrammarLM:
+def load_lm(directory: Path, device: Optional[str] = "cpu") -> TransformerGrammarLM:
     settings = json.loads((Path(directory) / CONFIG).read_text())
     settings.setdefault("relative_form", "bias")  # models saved before the Transformer-XL form (VERSION 001)
     model = TransformerGrammarLM(lm_config(**settings))
     model.load_state_dict(load_file(str(Path(directory) / WEIGHTS)))
-    return model.eval()
+    return model.to(resolve_device(device)).eval()
 
 
-def load_cell_lm(model: Path, row: str, step: str) -> Tuple[TransformerGrammarLM, Dict[str, Any]]:
+def load_cell_lm(model: Path, row: str, step: str, device: Optional[str] = "cpu") -> Tuple[TransformerGrammarLM, Dict[str, Any]]:
     """A `train_tg_lm` model and its training metrics, for a table cell whose ``row`` must name the
-    model's kind (``step`` names the caller in the error)."""
-    lm = load_lm(model)
+    model's kind (``step`` names the caller in the error), on ``device``."""
+    lm = load_lm(model, device)
     if row != lm.config.tg_kind:
         raise ValueError(f"{step}: row {row!r} names another kind than the model's ({lm.config.tg_kind!r})")
     return lm, json.loads((Path(model) / "metrics.json").read_text())
 
 
 def sentence_nll(model: TransformerGrammarLM, sequences: Sequence[Sequence[int]], batch_size: int = 64) -> List[float]:
-    """−log p of each whole sequence (sum over its prediction events), in nats."""
+    """−log p of each whole sequence (sum over its prediction events), in nats, on the model's device."""
     config = model.config
+    device = next(model.parameters()).device
     totals: List[float] = [0.0] * len(sequences)
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     with torch.no_grad():
         for start in range(0, len(order), batch_size):
             chosen = order[start : start + batch_size]
-            input_ids = pad_batch([sequences[i] for i in chosen])
+            input_ids = pad_batch([sequences[i] for i in chosen]).to(device)
             labels = next_action_labels(input_ids, config.tg_num_terminals, config.tg_num_labels)
             nll = model(input_ids, labels).token_nll.sum(-1)
             for index, value in zip(chosen, nll.tolist()):
@@ -105,7 +106,7 @@ class TrainTgLanguageModel(Step):
     CACHEABLE = True
     VERSION = "002"  # 002: Transformer-XL relative-position scores (relative_form; "bias" was 001's)
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
     SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl"}
 
     def run(  # type: ignore[override]
@@ -120,9 +121,12 @@ class TrainTgLanguageModel(Step):
         weight_decay: float = 0.01,
         num_threads: Optional[int] = None,
         relative_form: str = "transformer_xl",
+        device: Optional[str] = "auto",
     ) -> Path:
         """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
-            per layer, head and relative position; `models.transformer_grammar`)."""
+            per layer, head and relative position; `models.transformer_grammar`).
+        :param device: "auto" (the GPU when there is one), "cpu" or "cuda"; recorded in metrics.json."""
+        device = resolve_device(device)
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
         layout = actions["layout"]
@@ -130,7 +134,7 @@ class TrainTgLanguageModel(Step):
                     "num_labels": layout["num_labels"], "relative_form": relative_form}
         sequences = model_sequences(actions, "train", kind)
         torch.manual_seed(derived_seed(seed, "tg_lm_init"))
-        model = TransformerGrammarLM(lm_config(**settings))
+        model = TransformerGrammarLM(lm_config(**settings)).to(device)
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=weight_decay)
         schedule = get_cosine_schedule_with_warmup(optimizer, int(warmup * max_steps), max_steps)
         lengths = [len(s) for s in sequences]
@@ -141,7 +145,7 @@ class TrainTgLanguageModel(Step):
                 if not batches:
                     batches = bucketed_batches(lengths, batch_size, torch.Generator().manual_seed(derived_seed(seed, "tg_lm_batches", epoch)))
                     epoch += 1
-                input_ids = pad_batch([sequences[i] for i in batches.pop()])
+                input_ids = pad_batch([sequences[i] for i in batches.pop()]).to(device)
                 torch.manual_seed(derived_seed(seed, "tg_lm_dropout", step))
                 loss = model(input_ids, next_action_labels(input_ids, layout["num_terminals"], layout["num_labels"])).loss
                 loss.backward()
@@ -155,11 +159,11 @@ class TrainTgLanguageModel(Step):
         seconds = time.perf_counter() - started
         out = self.work_dir / "lm"
         out.mkdir(parents=True, exist_ok=True)
-        save_file({name: tensor.contiguous() for name, tensor in model.state_dict().items()}, str(out / WEIGHTS))
+        save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}, str(out / WEIGHTS))
         (out / CONFIG).write_text(json.dumps(settings, indent=2))
         metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": epoch,
                    "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max_steps,
-                   "parameters": sum(p.numel() for p in model.parameters()), "history": history}
+                   "parameters": sum(p.numel() for p in model.parameters()), "history": history, "device": str(device)}
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
         return out
 
@@ -175,17 +179,17 @@ class EvaluateTgLanguageModel(Step):
     CACHEABLE = True
     VERSION = "001"
     FORMAT = JsonFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
 
     def run(  # type: ignore[override]
         self, model: Path, actions: Dict[str, Any], table: str, row: str, column: str, scale: str, split: str = "dev",
-        max_sentences: Optional[int] = None, num_threads: Optional[int] = None,
+        max_sentences: Optional[int] = None, num_threads: Optional[int] = None, device: Optional[str] = "auto",
     ) -> Dict[str, Any]:
         """:param table, row, column, scale: the cell, as for `score_cell` (row: the model's kind,
             column: the language); the reporting graph reads them from the config.
         :param max_sentences: score only the split's first N sentences (smoke scale); None = all."""
         rows = actions[split][:max_sentences]
-        lm, training = load_cell_lm(model, row, "evaluate_tg_lm")
+        lm, training = load_cell_lm(model, row, "evaluate_tg_lm", device)
         kind, language = lm.config.tg_kind, column
         with torch_threads(num_threads):
             totals = sentence_nll(lm, model_sequences({**actions, split: rows}, split, kind))
@@ -198,7 +202,7 @@ class EvaluateTgLanguageModel(Step):
             "task": "language_modelling", "metric": "perplexity", "test": perplexity, "dev": None,
             "split": split, "nll_nats": nll, "words": words, "sentences": len(totals),
             "bound": "exact p(x)" if kind == "txl_terminals" else "upper bound: joint p(x, y) with one tree",
-            "encoder": None, "train_seconds": training["seconds"],
+            "encoder": None, "train_seconds": training["seconds"], "device": str(next(lm.parameters()).device),
         }
 
 
