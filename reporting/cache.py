@@ -329,9 +329,12 @@ def format_table(entries: Sequence[Entry]) -> str:
 # --- export ---------------------------------------------------------------------------------------
 
 
-def resolve_entry(workspace_dir: Path, key: str) -> Path:
-    """The cache folder of a unique id or an unambiguous prefix of one."""
-    found = [folder for unique_id, folder in cache_dirs(workspace_dir).items() if unique_id == key or unique_id.startswith(key)]
+def resolve_entry(workspace_dir: Path, key: str, stopped: bool = False) -> Path:
+    """The cache folder of a unique id or an unambiguous prefix of one (``stopped``: unfinished ones too)."""
+    cache = Path(workspace_dir) / "cache"
+    folders = {d.name: d for d in sorted(cache.iterdir()) if d.is_dir() and (d / "work").is_dir()} if stopped and cache.is_dir() else {}
+    folders.update(cache_dirs(workspace_dir))
+    found = [folder for unique_id, folder in folders.items() if unique_id == key or unique_id.startswith(key)]
     if len(found) != 1:
         raise SystemExit(f"{key}: {'no' if not found else len(found)} cache entries match in {workspace_dir}/cache")
     return found[0]
@@ -434,6 +437,24 @@ def downstream_cells(workspace_dir: Path, encoder_id: str, graphs: Sequence[File
     return [e for e in list_entries(workspace_dir, graphs) if e.kind == "cell" and e.encoder == encoder_id]
 
 
+def record_steps(workspace_dir: Path, files: Sequence[Path]) -> int:
+    """Put the steps of ``files`` whose entries lie in the workspace's cache (finished, or stopped with
+    a checkpoint) on its step-info record, as `tango run` would on meeting them: an entry copied in
+    from another machine has no record, and a stopped run's seed and length are read from there."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+    from tango.workspaces import LocalWorkspace
+
+    workspace = LocalWorkspace(workspace_dir)
+    recorded = 0
+    for file in files:
+        for step in StepGraph.from_params(Params.from_file(str(file)).pop("steps")).values():
+            if (Path(workspace_dir) / "cache" / step.unique_id).is_dir():
+                workspace.step_info(step)
+                recorded += 1
+    return recorded
+
+
 RELEASE_LIMIT = 10 * 2**20  # an encoder release; a stopped pretraining's checkpoint may take up to
 PARTIAL_LIMIT = 25 * 2**20  # this much (model, optimizer and scheduler state)
 
@@ -444,7 +465,7 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
     ``root/<language>/<name>/`` (`steps.common.releases`) with its model card; returns the folder."""
     from steps.common.releases import entry_kind, write_release
 
-    folder = resolve_entry(workspace_dir, key)
+    folder = resolve_entry(workspace_dir, key, stopped=True)
     graphs = remembered_graphs(workspace_dir) if graphs is None else graphs
     kind = entry_kind(folder)
     info = step_infos(workspace_dir).get(folder.name)
@@ -586,6 +607,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if args.command == "release":
         graphs = load_graphs(args.experiments, workspace_dir) if args.experiments else None
+        record_steps(workspace_dir, args.experiments or ())
         print(release_entry(workspace_dir, args.entry, args.root, args.name, graphs))
         return 0
     files = args.experiments or experiment_files()

@@ -377,9 +377,20 @@ def test_exported_predictions_rescore_without_the_cache(trained, tmp_path):
     assert cell_folder(dict(cell, table="decomposition:ud", row="paper", scale="cpu")).parts == (
         "decomposition", "cpu", "ud", "paper", "wolof", "seed3")
     copied = export_result(result, destination)
-    assert copied == ["predicted-dev.conllu", "predicted-test.conllu", "metrics.json"]
+    assert copied == ["predicted-dev.conllu.gz", "predicted-test.conllu.gz", "metrics.json"]
     assert not json.loads((destination / "metrics.json").read_text())["encoder"].startswith("/")
+    import gzip
+
+    assert gzip.decompress((destination / "predicted-test.conllu.gz").read_bytes()) == (result / "predicted-test.conllu").read_bytes()
+    first = (destination / "predicted-test.conllu.gz").read_bytes()
+    export_result(result, destination)
+    assert (destination / "predicted-test.conllu.gz").read_bytes() == first  # no timestamp: the same bytes again
     assert rescore.main([str(tmp_path)]) == 0
+    # A recorded figure that the predictions do not give fails the re-score.
+    metrics = json.loads((destination / "metrics.json").read_text())
+    metrics["test"]["las"] += 0.5
+    (destination / "metrics.json").write_text(json.dumps(metrics))
+    assert rescore.main([str(tmp_path)]) == 1
 
 
 # --- the reference head (AllenNLP's embedder mix and variational dropout) -------------------------

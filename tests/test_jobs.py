@@ -38,7 +38,7 @@ def test_targets_are_tango_runs_of_a_file_or_of_its_named_steps(tmp_path):
     experiment.write_text("{steps: {}}")
     whole = jobs.target_command(str(experiment), tmp_path / "ws")
     named = jobs.target_command(f"{experiment}:pretrained_model,ud_parser_s42", tmp_path / "ws")
-    assert whole[1:4] == ["-m", "tango", "--settings"] and whole[5:7] == ["run", str(experiment)]
+    assert whole[1] == "-c" and whole[3] == "--settings" and whole[5:7] == ["run", str(experiment)]
     assert named[7:11] == ["-s", "pretrained_model", "-s", "ud_parser_s42"]
     with pytest.raises(SystemExit, match="no such experiment file"):
         jobs.target_command(str(tmp_path / "missing.jsonnet"), tmp_path / "ws")
@@ -115,3 +115,16 @@ def test_an_entry_made_by_another_version_of_its_step_is_refused(tmp_path):
     jobs.pack(tmp_path / "gpu", tmp_path / "out", 0)
     with pytest.raises(ReleaseRefused, match="made by PretrainMicrobert version 001; this code's is 002"):
         jobs.unpack(tmp_path / "out", tmp_path / "here")
+
+
+def test_a_run_resumed_in_the_same_workspace_is_packed_again(tmp_path):
+    """A stopped entry resumed where it lies changes only its checkpoint: it is packed all the same."""
+    entry = tmp_path / "gpu" / "cache" / STOPPED
+    (entry / "work").mkdir(parents=True)
+    (entry / "work" / "checkpoint.pt").write_bytes(b"step 34884")
+    since = time.time() + 1
+    time.sleep(1.1)
+    (entry / "work" / "checkpoint.pt").write_bytes(b"step 43170")
+    jobs.pack(tmp_path / "gpu", tmp_path / "out", since)
+    assert jobs.unpack(tmp_path / "out", tmp_path / "here") == [STOPPED]
+    assert (tmp_path / "here" / "cache" / STOPPED / "work" / "checkpoint.pt").read_bytes() == b"step 43170"

@@ -6,11 +6,13 @@ readers re-score them without the cache (``python -m steps.evaluate.rescore docs
 For each ``score_cell`` step of the experiment files (default: all of experiments/) whose
 fine-tuning result is in the workspace cache, writes
 ``<out>/<scale>/<table>/<row>/<column>/seed<seed>/`` (`cell_folder`) with ``metrics.json`` and the
-``predicted-{dev,test}.{conllu,bio}`` files there are.
+``predicted-{dev,test}.{conllu,bio}`` files there are, gzipped (``.gz``, no timestamp: the same
+predictions give the same bytes; a parse compresses about 8-fold, and the record stays small).
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -24,15 +26,21 @@ sys.path.insert(0, str(REPO))
 PREDICTION_FILES = ("predicted-dev.conllu", "predicted-test.conllu", "predicted-dev.bio", "predicted-test.bio")
 
 
+def write_gzip(source: Path, destination: Path) -> None:
+    """``source`` gzipped to ``destination`` with no name or time in the header (reproducible bytes)."""
+    with open(source, "rb") as raw, open(destination, "wb") as out, gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0) as packed:
+        shutil.copyfileobj(raw, packed)
+
+
 def export_result(result: Path, destination: Path) -> List[str]:
-    """Copy one fine-tuning result's prediction files and metrics.json; an encoder named by an
-    absolute (cache) path is kept by its last component only, so no machine path is committed."""
+    """Copy one fine-tuning result's prediction files (gzipped) and metrics.json; an encoder named by
+    an absolute (cache) path is kept by its last component only, so no machine path is committed."""
     destination.mkdir(parents=True, exist_ok=True)
     copied = []
     for name in PREDICTION_FILES:
         if (result / name).exists():
-            shutil.copyfile(result / name, destination / name)
-            copied.append(name)
+            write_gzip(result / name, destination / f"{name}.gz")
+            copied.append(f"{name}.gz")
     metrics = json.loads((result / "metrics.json").read_text())
     if isinstance(metrics.get("encoder"), str) and os.path.isabs(metrics["encoder"]):
         metrics["encoder"] = Path(metrics["encoder"]).name

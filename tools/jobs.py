@@ -55,7 +55,9 @@ def target_command(target: str, workspace: Path) -> List[str]:
     if not Path(file).is_file():
         raise SystemExit(f"{file}: no such experiment file")
     chosen = [option for name in names.split(",") if name for option in ("-s", name)]
-    return [sys.executable, "-m", "tango", "--settings", str(REPO / "tango.yml"), "run", file, *chosen, "-w", str(workspace)]
+    # Tango's CLI with the project's shims loaded first (a machine without cached-path reads files through them).
+    tango = [sys.executable, "-c", "import steps, tango.__main__ as cli; cli.main()"]
+    return [*tango, "--settings", str(REPO / "tango.yml"), "run", file, *chosen, "-w", str(workspace)]
 
 
 def last_lines(log: Path, count: int = 25) -> List[str]:
@@ -117,10 +119,16 @@ def _entry_files(entry: Path, finished: bool) -> Dict[str, str]:
             if name != "lock" and not (finished and name.split("/")[0] == "work")}
 
 
+def _changed_since(entry: Path, since: float) -> bool:
+    """Whether any file of the entry was written at or after ``since``: a stopped run resumed in the
+    same workspace writes only its checkpoint, deep in the folder, so the folder's own time stays."""
+    return any(p.stat().st_mtime >= since for p in entry.rglob("*") if p.is_file() and p.name != "lock")
+
+
 def pack(workspace: Path, out: Path, since: float, stopped_limit: int = STOPPED_LIMIT_MIB * 2**20) -> List[Path]:
     """The cache entries written after ``since`` as parts under ``out`` with their manifest."""
     cache = Path(workspace) / "cache"
-    entries = sorted(p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".") and p.stat().st_mtime >= since) \
+    entries = sorted(p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".") and _changed_since(p, since)) \
         if cache.is_dir() else []
     manifest: Dict[str, Dict] = {}
     buffer = io.BytesIO()

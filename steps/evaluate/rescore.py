@@ -5,11 +5,14 @@
 Every folder under the arguments that holds a fine-tuning ``metrics.json`` is scored again from
 its prediction files alone:
 
+Prediction files may be gzipped (``predicted-test.conllu.gz``, as ``tools/export_predictions.py``
+commits them); they are scored as the plain file would be.
+
 - UD parsing (``predicted-{dev,test}.conllu``): the paper's LAS and ``las_universal`` (our
   :func:`~steps.parse.backends.attachment_scores`) and the official CoNLL 2018 scorer's LAS
   (``udtools.udeval``), each against the gold treebank file that ``metrics.json`` names under
   ``gold_files``, relative to the data root (``$SIB_DATA_ROOT``). The official figure is what
-  ``udeval <gold file> <folder>/predicted-test.conllu`` prints.
+  ``udeval <gold file> <folder>/predicted-test.conllu`` prints (on the unzipped file).
 - NER (``predicted-{dev,test}.bio``, ``token gold predicted`` per line): span F1 (seqeval,
   strict BIOUL), as the fine-tuning step computes it.
 
@@ -19,8 +22,12 @@ differs (by more than 1e-6), 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import shutil
 import sys
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -31,6 +38,20 @@ TOLERANCE = 1e-6
 Row = Tuple[str, str, float, Optional[float]]  # (split, figure, recomputed, recorded)
 
 
+@contextmanager
+def prediction_file(folder: Path, name: str) -> Iterator[Optional[Path]]:
+    """``folder/name``, or its ``.gz`` unzipped to a temporary file, or None if neither exists."""
+    plain, packed = folder / name, folder / f"{name}.gz"
+    if plain.exists() or not packed.exists():
+        yield plain if plain.exists() else None
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        unpacked = Path(scratch) / name
+        with gzip.open(packed, "rb") as source, open(unpacked, "wb") as target:
+            shutil.copyfileobj(source, target)
+        yield unpacked
+
+
 def rescore_parser(folder: Path, metrics: Dict) -> List[Row]:
     from steps.data.readers import read_conllu
     from steps.finetune.ud_parser import official_scores
@@ -38,19 +59,19 @@ def rescore_parser(folder: Path, metrics: Dict) -> List[Row]:
 
     rows: List[Row] = []
     for split, official_key in (("dev", "udeval_dev"), ("test", "udeval")):
-        predicted_file = folder / f"predicted-{split}.conllu"
-        if not predicted_file.exists():
-            continue
-        name = metrics.get("gold_files", {}).get(split)
-        if name is None:
-            raise DataError(f"{folder / 'metrics.json'}: no gold_files.{split} (written before FinetuneUdParser 003)")
-        gold_file = DataPath(name).resolve()
-        scores = attachment_scores(read_conllu(gold_file), read_conllu(predicted_file))
-        recorded = metrics.get(split, {})
-        for figure in ("las", "las_universal", "uas"):
-            rows.append((split, figure, scores[figure], recorded.get(figure)))
-        official = official_scores(gold_file, predicted_file)
-        rows.append((split, "udeval LAS", official["LAS"], metrics.get(official_key, {}).get("LAS")))
+        with prediction_file(folder, f"predicted-{split}.conllu") as predicted_file:
+            if predicted_file is None:
+                continue
+            name = metrics.get("gold_files", {}).get(split)
+            if name is None:
+                raise DataError(f"{folder / 'metrics.json'}: no gold_files.{split} (written before FinetuneUdParser 003)")
+            gold_file = DataPath(name).resolve()
+            scores = attachment_scores(read_conllu(gold_file), read_conllu(predicted_file))
+            recorded = metrics.get(split, {})
+            for figure in ("las", "las_universal", "uas"):
+                rows.append((split, figure, scores[figure], recorded.get(figure)))
+            official = official_scores(gold_file, predicted_file)
+            rows.append((split, "udeval LAS", official["LAS"], metrics.get(official_key, {}).get("LAS")))
     return rows
 
 
@@ -59,10 +80,10 @@ def rescore_ner(folder: Path, metrics: Dict) -> List[Row]:
 
     rows: List[Row] = []
     for split in ("dev", "test"):
-        predicted_file = folder / f"predicted-{split}.bio"
-        if predicted_file.exists():
-            scores = span_scores(*read_predictions(predicted_file))
-            rows.append((split, "span f1", scores["f1"], metrics.get(split, {}).get("f1")))
+        with prediction_file(folder, f"predicted-{split}.bio") as predicted_file:
+            if predicted_file is not None:
+                scores = span_scores(*read_predictions(predicted_file))
+                rows.append((split, "span f1", scores["f1"], metrics.get(split, {}).get("f1")))
     return rows
 
 
