@@ -1,5 +1,5 @@
 """The GPU campaign's driver on CPU: phase time limits, pack/unpack of cache entries, and the
-paper-scale files reusing the cpu cell's corpus and corpus parser (benchmarks/gpu)."""
+paper-scale files reusing the cpu cell's corpus and corpus parser (experiments/paper)."""
 import json
 import sys
 import time
@@ -91,7 +91,7 @@ def test_paper_scale_files_reuse_the_cpu_corpus_parser_and_take_the_whole_corpus
             assert graph["pretrained_model"].kwargs["training"].max_steps == 62500
         scores = [name for name in graph if "_score_s" in name]
         assert len(scores) == 10
-        # Each task under the regime dev chose for it (paper_scale.libsonnet's `chosen`), one thread per fine-tune.
+        # Each task under the regime dev chose for it (the paper scale's `chosen`), one thread per fine-tune.
         assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ud_")} == {"gpu-paper_tenth"}
         assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ner_")} == {"gpu-cpu_x2"}
         assert all(graph[f"{task}_s{seed}"].kwargs["num_threads"] == 1 for task in ("ud_parser", "ner") for seed in range(42, 47))
@@ -109,10 +109,10 @@ def test_the_paper_scale_m_cell_is_the_decomposition_cells_dev_chose():
         graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
         return {name: step.unique_id for name, step in graph.items()}
 
-    paper_scale = ids("benchmarks/gpu/wolof_m_paper_scale.jsonnet")
+    paper_scale = ids("experiments/paper/wolof_m.jsonnet")
     chosen = {"ud_parser": "paper_tenth", "ner": "cpu_x2"}
     for task, regime in chosen.items():
-        cell = ids(f"benchmarks/gpu/decomposition/wolof_paper_{regime}.jsonnet")
+        cell = ids(f"experiments/decomposition/wolof_paper_{regime}.jsonnet")
         tuned = [name for name in cell if name.startswith(f"{task}_s") and "_score_" not in name]
         assert tuned and all(paper_scale[name] == cell[name] for name in tuned), (task, regime)
 
@@ -143,11 +143,11 @@ def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
                     assert target in graph.sub_graph(target)
             tasks = {name.split("_score_s")[0] for name in graph if "_score_s" in name}
             assert tasks == ({"ud_parser", "ner"} if language in ("wolof", "maltese", "uyghur") else {"ud_parser"})
-    assert campaign.phase_commands("pretrain", campaign.language_files("coptic"))[0][-2] == "benchmarks/gpu/coptic_m_paper_scale.jsonnet"
+    assert campaign.phase_commands("pretrain", campaign.language_files("coptic"))[0][-2] == "experiments/paper/coptic_m.jsonnet"
 
 
 def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_path):
-    """paper_scale.libsonnet's `levers` (the one switch for bf16 / fused AdamW / torch.compile once
+    """The paper scale's `levers` (the one switch for bf16 / fused AdamW / torch.compile once
     the GPU benchmark has measured them) land in pretrain_microbert's arguments, change its ID and
     everything downstream, and leave the data steps alone; the committed files set levers.json's."""
     from tango.common import Params
@@ -157,7 +157,7 @@ def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_p
 
     def graph(levers):
         file = tmp_path / f"cell_{len(levers)}.jsonnet"
-        file.write_text(f'(import "{REPO}/benchmarks/gpu/paper_scale.libsonnet").wolof("M", seeds=[42], levers={json.dumps(levers)})\n')
+        file.write_text(f'(import "{REPO}/configs/lib.libsonnet").experiment("wolof", "M", "paper", seeds=[42], levers={json.dumps(levers)})\n')
         return StepGraph.from_params(Params.from_file(file).pop("steps"))
 
     levers = {"precision": "bf16", "fused_optimizer": True, "compile_encoder": {"mode": "reduce-overhead"}}
@@ -170,12 +170,12 @@ def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_p
     assert {k: committed["pretrained_model"].kwargs[k] for k in for_m} == for_m
     assert committed["pretrained_model"].kwargs.get("compile_objectives") is None
     # MXPT-SLA pretrains eager (its compile outlasted a device call): the other levers, no compile.
-    sla = StepGraph.from_params(Params.from_file(REPO / "benchmarks/gpu/wolof_mxpt_sla_paper_scale.jsonnet").pop("steps"))
+    sla = StepGraph.from_params(Params.from_file(REPO / "experiments/paper/wolof_mxpt_sla.jsonnet").pop("steps"))
     eager = {k: v for k, v in chosen.items() if k not in campaign.COMPILE_LEVERS}
     assert eager and {k: sla["pretrained_model"].kwargs.get(k) for k in chosen} == {**dict.fromkeys(chosen), **eager}
     # Only it: MXPT (P and T, no SLA) keeps every chosen lever, compile_objectives included.
     mxpt_file = tmp_path / "mxpt.jsonnet"
-    mxpt_file.write_text(f'(import "{REPO}/benchmarks/gpu/paper_scale.libsonnet").wolof("MXPT", seeds=[42], levers={json.dumps(chosen)})\n')
+    mxpt_file.write_text(f'(import "{REPO}/configs/lib.libsonnet").experiment("wolof", "MXPT", "paper", seeds=[42], levers={json.dumps(chosen)})\n')
     mxpt = StepGraph.from_params(Params.from_file(mxpt_file).pop("steps"))
     assert {k: mxpt["pretrained_model"].kwargs.get(k) for k in chosen} == chosen
     assert {k: fast["pretrained_model"].kwargs[k] for k in levers} == levers
@@ -234,7 +234,7 @@ def test_run_steps_computes_a_step_from_cached_inputs_without_the_steps_above_th
     from tango.step_graph import StepGraph
     from tango.workspaces import LocalWorkspace
 
-    from benchmarks.gpu.run_steps import run_steps
+    from tools.run_steps import run_steps
 
     _toy_steps()
     experiment = tmp_path / "toy.jsonnet"
@@ -330,7 +330,7 @@ def test_tango_reads_an_experiment_file_without_cached_path(tmp_path, monkeypatc
 
 def test_the_finetune_phase_runs_every_fine_tuning_step_once_then_the_scores():
     tuning, scoring = campaign.finetune_stages(campaign.FILES, jobs=15)
-    run_steps = str(REPO / "benchmarks" / "gpu" / "run_steps.py")
+    run_steps = str(REPO / "tools" / "run_steps.py")
     assert all(command[1] == run_steps for command in tuning + scoring)
     assert len(tuning) == 15 and len(scoring) == 3
     names = [(command[2], name) for command in tuning for name in command[3:]]

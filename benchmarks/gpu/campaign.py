@@ -47,7 +47,7 @@ LANGUAGES = ("wolof", "coptic", "maltese", "uyghur", "ancient_greek")  # the pap
 
 def language_files(language: str) -> List[str]:
     """A language's paper-scale files: µB-M, µB-MXPT-SLA and random-init."""
-    return [f"benchmarks/gpu/{language}_{name}_paper_scale.jsonnet" for name in ("m", "mxpt_sla", "random_init")]
+    return [f"experiments/paper/{language}_{name}.jsonnet" for name in ("m", "mxpt_sla", "random_init")]
 
 
 FILES = language_files("wolof")
@@ -123,7 +123,7 @@ def phase_commands(phase: str, files: Sequence[str]) -> List[List[str]]:
 
 
 def run_steps_command(file: str, names: Sequence[str]) -> List[str]:
-    return [sys.executable, str(REPO / "benchmarks" / "gpu" / "run_steps.py"), file, *names]
+    return [sys.executable, str(REPO / "tools" / "run_steps.py"), file, *names]
 
 
 def file_graph(file: str):
@@ -151,7 +151,7 @@ def finetune_stages(files: Sequence[str], jobs: int) -> List[List[List[str]]]:
     return [tuning, scoring]
 
 
-LEVERS_FILE = REPO / "benchmarks" / "gpu" / "levers.json"  # paper_scale.libsonnet's levers (they re-key pretraining)
+LEVERS_FILE = REPO / "configs" / "levers.json"  # the paper scale's levers (configs/scales.libsonnet; they re-key pretraining)
 BENCH = [sys.executable, str(REPO / "benchmarks" / "bench_pretrain_step.py"), "--batch-size", "256", "--length", "64",
          "--steps", "30", "--warmup", "5", "--conditions", "M", "MXPT-SLA", "--parse-in-loader"]
 # Eager rows first (seconds); the compiled ones compile twice (M and MXPT-SLA) and may not fit.
