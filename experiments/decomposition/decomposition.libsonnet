@@ -5,7 +5,7 @@
 //            cpu_relpos   the cpu µBERT with the reference's positions (SPEC §C: relative_key_query, no
 //                         absolute embeddings) instead of stock BERT's absolute ones; a 2-core cell
 //            long         the same rows, 20,000 steps × 256 (../long_pretraining/long_pretraining.libsonnet)
-//            paper        the whole 34k-sentence corpus, SPEC §G: 62,500 steps × 256 (the paper scale, experiments/paper)
+//            paper        the whole 34k-sentence corpus, 62,500 steps × 256 (the paper scale, experiments/paper)
 //   regime   (configs/scales.libsonnet, the paper scale's `regimes`)
 //            cpu          the cpu scale's: 2×200 BiLSTM, 20 epochs of the train split, raised rates
 //            cpu_x2       ours: the cpu regime twice as long (40 epochs, patience 20); 3 seeds, 2-core cells
