@@ -14,7 +14,7 @@ matter: above ``stalls_above`` steps/s the slowest batch outlasts the queue (the
 this box's speed, one core each.
 
     SIB_DATA_ROOT=../shared/data python benchmarks/bench_loader_epoch.py \\
-        benchmarks/gpu/wolof_mxpt_sla_paper_scale.jsonnet -w workspace --json docs/benchmarks/loader_epoch.jsonl --note "..."
+        experiments/paper/wolof_mxpt_sla.jsonnet -w workspace --json docs/benchmarks/loader_epoch.jsonl --note "..."
 """
 from __future__ import annotations
 

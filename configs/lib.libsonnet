@@ -109,17 +109,24 @@ local pronto_tables = {
   //
   // `syntax_gat`: per task ({ud: {...}, ner: {...}}, gat_* settings) adds syntax-guided attention to
   // the encoder at fine-tuning (the "+G" rows, SPEC §I), on the corpus parser's trees and tags.
+  //
+  // `regime`: at a scale with fine-tuning regimes (paper), one regime for both tasks instead of each
+  // task's `chosen` one; the score cells are then scale "gpu-<the task's regime>".
   evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true,
-                   column=language, syntax_gat=null)::
+                   column=language, syntax_gat=null, regime=null)::
     local s = scales[scale];
+    local by_task = $.regimes_by_task(scale, regime);
+    local label(task) = if by_task == null then scale else "gpu-" + by_task[task];
+    local tuned(step) = if by_task == null then step else $.regime_step(step, by_task, s.finetune_threads);
+    local language_ud = std.get(std.get(languages[language], "ud_finetune", {}), std.get(s, "finetune_language_scale", scale), {});
     local tracking = { wandb: $.wandb_labels(language, row, scale) };
     local parse_everything = encoder_needs_parse || syntax_gat != null;
     local sla_of(task) = (if parse_everything then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" })
       + (if syntax_gat == null then {} else { syntax_gat: syntax_gat[task] });
     local table_column = column;
-    local cell(task, table, column, finetune) =
+    local cell(task, table, column, finetune, label) =
       {
-        [task + "_s" + seed]: finetune { config+: { seed: seed } }
+        [task + "_s" + seed]: tuned(finetune { config+: { seed: seed } })
         for seed in seeds
       } + {
         [task + "_score_s" + seed]: {
@@ -128,7 +135,7 @@ local pronto_tables = {
           table: table,
           row: row,
           column: column,
-          scale: scale,
+          scale: label,
           seed: seed,
         }
         for seed in seeds
@@ -144,8 +151,8 @@ local pronto_tables = {
       train: ud(language, "train"),
       dev: ud(language, "dev"),
       test: ud(language, "test"),
-      config: s.finetune.ud + std.get(std.get(languages[language], "ud_finetune", {}), scale, {}),
-    } + sla_of("ud") + tracking)
+      config: s.finetune.ud + language_ud,
+    } + sla_of("ud") + tracking, label("ud"))
     + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", table_column, {
       type: "finetune_ner",
       encoder: encoder,
@@ -153,8 +160,52 @@ local pronto_tables = {
       dev: wikiann(language, "dev"),
       test: wikiann(language, "test"),
       config: s.finetune.ner,
-    } + sla_of("ner") + tracking) else {})
+    } + sla_of("ner") + tracking, label("ner")) else {})
     + (if pronto_data == null then {} else $.pronto_steps(language, scale, encoder, row, seeds, pronto_data, pronto_missing_train, pretrained)),
+
+  // {ud: regime, ner: regime} of a scale with fine-tuning regimes (scales.libsonnet `regimes`): each
+  // task's `chosen` one, or `regime` for both; null at a scale without regimes.
+  regimes_by_task(scale, regime=null)::
+    local s = scales[scale];
+    if !std.objectHas(s, "regimes") then
+      assert regime == null : "scale " + scale + " has no fine-tuning regimes (regime " + regime + ")";
+      null
+    else
+      assert regime == null || std.objectHas(s.regimes, regime) : "unknown regime " + regime + "; known: " + std.join(", ", std.objectFields(s.regimes));
+      if regime == null then s.chosen else { ud: regime, ner: regime },
+
+  // A fine-tuning step under the paper scale's regimes (`by_task` as regimes_by_task gives): the
+  // regime's change to its config, its step arguments, and `threads` (null: the regime's own).
+  regime_step(step, by_task, threads=null)::
+    local task = { finetune_ud_parser: "ud", finetune_ner: "ner" };
+    if !std.objectHas(task, step.type) then step
+    else
+      local regime = scales.paper.regimes[by_task[task[step.type]]];
+      local count = if threads == null then regime.threads else threads;
+      step + { config+: regime[task[step.type]] } + std.get(regime, "step", {})
+      + (if count == null then {} else { num_threads: count }),
+
+  // Any cell (e.g. a cpu one) fine-tuned under one of the paper scale's regimes, everything upstream
+  // unchanged; its score cells keep their labels.
+  with_regime(cell, regime):: {
+    local by_task = $.regimes_by_task("paper", regime),
+    steps: std.mapWithKey(function(name, step) $.regime_step(step, by_task), cell.steps),
+  },
+
+  // A scale's pretrain_microbert step arguments besides its data and training (paper: loader workers
+  // and the GPU speed levers). `levers`: in place of the scale's own (scales.libsonnet `levers`);
+  // compile_objectives only for a condition with a P or T loss (so M's key stays), and no compile
+  // for the scale's `eager_conditions`.
+  pretrain_arguments(scale, condition, levers=null)::
+    local p = scales[scale].pretrain;
+    local chosen = if levers == null then std.get(p, "levers", {}) else levers;
+    local eager = std.member(std.get(p, "eager_conditions", []), condition);
+    std.get(p, "step", {}) + {
+      [name]: chosen[name]
+      for name in std.objectFields(chosen)
+      if (name != "compile_objectives" || $.contrastive(condition))
+         && !(eager && std.member(["compile_encoder", "compile_objectives"], name))
+    },
 
   // PrOnto's five tasks for one encoder (Tables 4, 7-9), cells as in evaluation_steps.
   pronto_steps(column, scale, encoder, row, seeds, pronto_data, pronto_missing_train=[], pretrained=true)::
@@ -238,7 +289,7 @@ local pronto_tables = {
           model: s.pretrain.model,
           training: s.pretrain.training + s.pronto_pretrain + { seed: seeds[0] },
           wandb: $.wandb_labels("spanish", "M", scale),
-        },
+        } + $.pretrain_arguments(scale, "M"),
       }) + $.pronto_steps("spanish", scale, ref(if pretrained then "pretrained_model" else "random_encoder"),
                           encoder, seeds, pronto_data,  // the row is the encoder's name: "M" or "random-init"
                           pronto_missing_train=["same_sense", "same_arg_count"], pretrained=pretrained),
@@ -328,7 +379,10 @@ local pronto_tables = {
   //
   // `corpus`, `reference_reader`: as in data_steps; a corpus variant's cells are column
   // "<language>_<variant>", beside the language's own.
-  experiment(language, condition, scale, seed=42, parser_backend="stanza", seeds=[seed], pronto_data=null, pronto_missing_train=[], corpus=null, reference_reader=false)::
+  // `regime` (paper scale): one fine-tuning regime for both tasks; `levers`: in place of the scale's
+  // pretraining levers (pretrain_arguments).
+  experiment(language, condition, scale, seed=42, parser_backend="stanza", seeds=[seed], pronto_data=null, pronto_missing_train=[], corpus=null, reference_reader=false,
+             regime=null, levers=null)::
     local known = $.conditions + $.related_conditions;
     assert std.member(known, condition) : "unknown condition " + condition + "; known: " + std.join(", ", known);
     local s = scales[scale];
@@ -344,11 +398,11 @@ local pronto_tables = {
           model: s.pretrain.model,
           training: s.pretrain.training + { seed: seed },
           wandb: $.wandb_labels(language, condition, scale),
-        } + (if $.soft_labelled(condition) then { soft_label_table: ref("soft_label_table") } else {}),
+        } + $.pretrain_arguments(scale, condition, levers) + (if $.soft_labelled(condition) then { soft_label_table: ref("soft_label_table") } else {}),
       } + (if $.soft_labelled(condition) then $.soft_label_steps() else {})
       + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
-                             pronto_missing_train=pronto_missing_train, column=$.column(language, corpus)),
+                             pronto_missing_train=pronto_missing_train, column=$.column(language, corpus), regime=regime),
     },
 
   // "µB-<condition>+G": the encoder pretrained under `condition` (the same cached step as its own
@@ -380,7 +434,8 @@ local pronto_tables = {
   // The control: a randomly initialised µBERT with the same vocabulary (and architecture as
   // `condition`, default plain M), fine-tuned exactly like the pretrained ones. Only the corpus
   // and tokenizer steps are needed, and they are shared with the pretrained experiments.
-  random_init_experiment(language, scale, seed=42, seeds=[seed], condition="M", pronto_data=null, pronto_missing_train=[], corpus=null, reference_reader=false)::
+  random_init_experiment(language, scale, seed=42, seeds=[seed], condition="M", pronto_data=null, pronto_missing_train=[], corpus=null, reference_reader=false,
+                         regime=null)::
     local data = $.data_steps(language, scale, corpus=corpus, reference_reader=reference_reader);
     {
       steps: { corpus: data.corpus, tokenizer: data.tokenizer } + {
@@ -393,7 +448,7 @@ local pronto_tables = {
         },
       } + $.evaluation_steps(language, scale, ref("random_encoder"), "random-init" + (if condition == "M" then "" else " " + condition),
                              seeds, pronto_data=pronto_data, pronto_missing_train=pronto_missing_train, pretrained=false,
-                             column=$.column(language, corpus)),
+                             column=$.column(language, corpus), regime=regime),
     },
 
   // The related-biases table (issue 18): `condition` (a `related` condition of conditions.libsonnet,

@@ -1,4 +1,11 @@
 // smoke: tests and CI; cpu: one Wolof cell on 2 cores; paper: SPEC §G, for a GPU. Why: docs/decisions.md.
+
+// The paper's UD head and rates, where the paper scale's fine-tuning regimes start.
+local paper_ud = {
+  epochs: 300, batches_per_epoch: 200, patience: 50, lr: 1e-3, encoder_lr: 5e-5, betas: [0.9, 0.999],
+  lstm_hidden: 400, lstm_layers: 3, dropout: 0.3, input_dropout: 0.3,
+};
+
 {
   smoke: {
     corpus: { max_train_sentences: 300, max_dev_sentences: 40 },
@@ -72,36 +79,54 @@
       pronto_sentence_mood: { epochs: 8 },
     },
   },
+  // The paper's scale, for a GPU; every paper-scale result of record (docs/decisions.md, "paper").
   paper: {
+    // The whole train split (the cpu scale's `word_vectors_corpus` step).
     corpus: { max_train_sentences: null, max_dev_sentences: null },
-    // Stanza's defaults for a full-size tagger and parser.
-    word_vectors: { dim: 100, epochs: 10 },
+    word_vectors: $.cpu.word_vectors,
     word_vectors_corpus: self.corpus,
-    parser_budget: {
-      tagger_steps: 50000, parser_steps: 50000, eval_interval: 100,
-      tagger_hidden_dim: 200, tagger_batch_size: 250, tagger_biaffine_dim: 400, tagger_composite_biaffine_dim: 100,
-      parser_hidden_dim: 400, parser_biaffine_dim: 400, parser_batch_size: 5000,
-      char_hidden_dim: 400, word_emb_dim: 75, parser_uses_xpos: true, parser_uses_feats: true,
-      parser_optimizer: null,  // Stanza's own Adadelta → Adam schedule for its 50k steps
-    },
+    // The cpu scale's corpus parser (the same cached step).
+    parser_budget: $.cpu.parser_budget,
     max_length: 512,
-    // SPEC §G: 256 rows per step.
     pretrain: {
       model: {},
+      // 62,500 steps × 256 rows in one batch each, 10k warmup.
       training: {
-        max_steps: 62500, batch_size: 32, grad_accumulation: 8, warmup: 10000,
-        validate_every: 10000, max_validation_rows: null, checkpoint_every: 10000,
+        max_steps: 62500, batch_size: 256, grad_accumulation: 1, warmup: 10000, lr: 3e-3,
+        validate_every: 10000, max_validation_rows: null, checkpoint_every: 5000,
       },
+      // Step arguments outside the cache key.
+      step: { loader_workers: 10, sync_every: 50, stall_seconds: 120 },
+      // GPU speed levers (keyed), from `benchmarks/gpu/campaign.py levers`; no compile for `eager_conditions`.
+      levers: import "levers.json",
+      eager_conditions: ["MXPT-SLA"],
     },
     pronto_pretrain: {},
-    // SPEC §H.
+    // What the regimes change: the cpu scale's UD and NER fine-tuning, with each language's cpu
+    // `ud_finetune`. PrOnto has no regime: the steps' defaults, score cells "paper".
     finetune: {
-      ud: { epochs: 300, batches_per_epoch: 200, patience: 50, lr: 1e-3, encoder_lr: 5e-5, betas: [0.9, 0.999],
-            lstm_hidden: 400, lstm_layers: 3, dropout: 0.3, input_dropout: 0.3 },
-      ner: { epochs: 300, patience: 50, encoder_lr: 1e-5 },
-      pronto: {},
-      pronto_pretrained: {},
-      pronto_sentence_mood: {},
+      ud: $.cpu.finetune.ud, ner: $.cpu.finetune.ner,
+      pronto: {}, pronto_pretrained: {}, pronto_sentence_mood: {},
     },
+    finetune_language_scale: "cpu",
+    // One CPU thread per fine-tune, so `tango run -j` fills a machine (not keyed).
+    finetune_threads: 1,
+    // Named fine-tuning regimes: changes to `finetune`, step arguments, threads (lib.with_regime).
+    // A score cell's scale is "gpu-<its task's regime>"; the labels key every paper-scale score and
+    // aggregate cell and the committed records (docs/tables/gpu-*), so the names stay.
+    regimes: {
+      // The paper's own: 3×400 BiLSTM, up to 300 epochs of 200 batches, patience 50.
+      paper: { ud: paper_ud, ner: { epochs: 300, patience: 50, encoder_lr: 1e-5 }, threads: 1 },
+      // The paper's head and rates for its first 30 epochs, patience 10.
+      paper_tenth: { ud: paper_ud + { epochs: 30, patience: 10 }, ner: { epochs: 30, patience: 10, encoder_lr: 1e-5 }, threads: 1 },
+      // The cpu scale's own fine-tuning.
+      cpu: { ud: {}, ner: {}, threads: null },
+      // The cpu regime twice as long: 40 epochs, patience 20.
+      cpu_x2: { ud: { epochs: 40, patience: 20 }, ner: { epochs: 40, patience: 20 }, threads: null },
+      // paper_tenth with AllenNLP's embedder mix and (parser) variational dropout.
+      paper_tenth_reference: self.paper_tenth + { step: { reference_head: true } },
+    },
+    // Each task's regime with the best dev figure for the paper-scale µB-M (docs/decomposition).
+    chosen: { ud: "paper_tenth", ner: "cpu_x2" },
   },
 }

@@ -30,7 +30,7 @@ cached results (or stopped runs) of the steps that built them, after checking ev
 the release's hashes and the step version it declares: ``tango run`` of the file that built an
 encoder then goes straight to what follows it.
 
-``prune`` lists the cache entries that no experiment file in ``experiments/`` or ``benchmarks/``
+``prune`` lists the cache entries that no experiment file in ``experiments/``
 builds any more (an edited config orphans them), with their sizes; ``--yes`` removes each entry's
 folder, its step-info row, and the run links and run records that point to it.
 """
@@ -106,7 +106,7 @@ def graph_labels(graphs: Sequence[FileGraph]) -> Dict[str, Dict[str, Any]]:
     labels: Dict[str, Dict[str, Any]] = {}
     for graph in graphs:
         cell = graph.cells[0] if graph.cells else {}
-        # A file whose tasks run at different scales (benchmarks/gpu: UD and NER each under its own
+        # A file whose tasks run at different scales (experiments/paper: UD and NER each under its own
         # regime) says each fine-tune's scale through the cell that scores it.
         scored_in = {unique_id: scored for scored in graph.cells for unique_id in scored.get("finetuned", ())}
         # Steps upstream of both (pretraining) get what the scales share ("gpu" of "gpu-paper_tenth"
@@ -566,13 +566,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--workspace", default="workspace", help="Tango workspace directory (default: ./workspace)")
     common.add_argument("--experiments", nargs="+", type=Path,
-                        help="experiment files whose graphs label (ls) or keep (prune) entries (default: experiments/ and benchmarks/)")
+                        help="experiment files whose graphs label (ls) or keep (prune) entries (default: experiments/)")
     commands = parser.add_subparsers(dest="command", required=True)
     ls = commands.add_parser("ls", parents=[common], help="list cached encoders and fine-tuned cells")
     ls.add_argument("--json", action="store_true", help="one JSON object: {encoders: [...], cells: [...]}")
     ls.add_argument("--language")
     ls.add_argument("--condition", help="a condition (M, MXPT-SLA, …) or table row (random-init, mBERT)")
-    ls.add_argument("--scale", help="smoke, cpu, paper (or a benchmarks/<folder> label)")
+    ls.add_argument("--scale", help="smoke, cpu, paper (or an experiments/<folder> label: seeds, related, decomposition, …)")
     export = commands.add_parser("export", parents=[common], help="write a cached encoder as a self-contained HF folder with a model card")
     export.add_argument("entry", help="unique id (or an unambiguous prefix) of a pretrain_microbert / random_init_encoder entry")
     export.add_argument("out", type=Path)

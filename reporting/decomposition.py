@@ -1,5 +1,5 @@
 """Where Wolof µB-M's missing LAS go (issue 14 item 1), from the cache: five encoders × five
-fine-tuning regimes (benchmarks/gpu/decomposition.libsonnet), and each factor's effect as a paired
+fine-tuning regimes (experiments/decomposition/decomposition.libsonnet), and each factor's effect as a paired
 difference over the fine-tuning seeds the two cells share.
 
     python -m reporting.tables [--update-docs]  # also writes workspace/tables/decomposition/ (docs/decomposition/)
@@ -38,7 +38,7 @@ from reporting.tables import REPO, Cell, collect_cells, merge_record, record_cel
 from steps.common.formats import DamagedCacheEntry
 from steps.evaluate.scoring import format_mean_sd
 
-FOLDER = REPO / "benchmarks" / "gpu" / "decomposition"
+FOLDER = REPO / "experiments" / "decomposition"
 RECORD = "decomposition"  # the file stem
 DOCS = REPO / "docs" / "decomposition"  # the committed record (not under docs/tables: its cells are no paper table's)
 PREDICTIONS = REPO / "docs" / "predictions"  # tools/export_predictions.py's committed runs
@@ -302,10 +302,10 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
     if any(c.recorded for c in by_key.values()):
         lines += ["", "† not in the cache that wrote this: the committed record's value (docs/decomposition/), kept."]
     files_text = ", ".join(f"`{p.name}`" for p in files()[:2])
-    lines += ["", f"Cells: `tango run benchmarks/gpu/decomposition/<file>` ({len(files())} files, e.g. {files_text}; "
-              "benchmarks/gpu/decomposition.libsonnet says what each encoder and regime is); the random-init, cpu and cpu_relpos "
+    lines += ["", f"Cells: `tango run experiments/decomposition/<file>` ({len(files())} files, e.g. {files_text}; "
+              "decomposition.libsonnet there says what each encoder and regime is); the random-init, cpu and cpu_relpos "
               "cells of the cpu, cpu_x2 and paper_tenth regimes fit the 2-core machine, the rest is the GPU campaign's "
-              "(`python benchmarks/gpu/campaign.py finetune --files benchmarks/gpu/decomposition/...`)."]
+              "(`python benchmarks/gpu/campaign.py finetune --files experiments/decomposition/...`)."]
     return "\n".join(lines) + "\n"
 
 

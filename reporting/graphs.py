@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
-EXPERIMENT_FOLDERS = ("experiments", "benchmarks")
+EXPERIMENT_FOLDERS = ("experiments",)
 INDEX_VERSION = 2
 
 
@@ -43,12 +43,11 @@ def display_path(path: Path) -> str:
 
 def scale_label(path: str) -> str:
     """Where an experiment file sits says its scale: experiments/smoke and experiments/paper are
-    those scales, experiments/*.jsonnet is cpu, benchmarks/<folder>/ is labelled as such."""
+    those scales, experiments/*.jsonnet is cpu, any other experiments/<folder>/ (seeds, related,
+    decomposition, long_pretraining) is labelled by its folder."""
     parts = Path(path).parts
     if len(parts) >= 2 and parts[0] == "experiments":
         return parts[1] if len(parts) > 2 else "cpu"
-    if len(parts) >= 2 and parts[0] == "benchmarks":
-        return "benchmarks/" + parts[1] if len(parts) > 2 else "benchmarks"
     return path
 
 
@@ -67,8 +66,7 @@ def inputs_fingerprint() -> str:
     from steps.common.data_root import data_root
 
     parts = [f"index {INDEX_VERSION}, tango {tango_version}".encode()]
-    for pattern in ("steps/**/*.py", "models/**/*.py", "configs/**/*.libsonnet", "experiments/**/*.libsonnet",
-                    "benchmarks/**/*.libsonnet"):
+    for pattern in ("steps/**/*.py", "models/**/*.py", "configs/**/*.libsonnet", "configs/**/*.json", "experiments/**/*.libsonnet"):
         for path in sorted(REPO.glob(pattern)):
             parts += [path.relative_to(REPO).as_posix().encode(), path.read_bytes()]
     root = data_root().resolve()

@@ -35,7 +35,7 @@ UDPIPE_WOLOF_LAS = 70.15
 
 def completed_steps(workspace: Workspace, class_name: str) -> List[StepInfo]:
     """Steps of ``class_name`` with a cached result. A cache entry copied in from another machine
-    (benchmarks/gpu) has no record of its run in this workspace, and one a user deleted still has
+    (a GPU machine's) has no record of its run in this workspace, and one a user deleted still has
     its completed run on record, so the cache decides, not the state."""
     infos = [info for info in workspace.search_step_info()
              if info.step_class_name == class_name and info in workspace.step_cache]
@@ -251,7 +251,7 @@ def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
     """The paper-scale pretraining loop's pace on a GPU (benchmarks/gpu/pace.py), a row per record:
     the figures the speed bars are about, each condition's projected run against µB-M's fastest."""
     if not path.exists():
-        return f"_not recorded: run `bash benchmarks/gpu/allocation.sh 540 pace=m,mxpt_sla` on a GPU machine (README), records in {path}_\n"
+        return f"_not recorded: run `python benchmarks/gpu/pace.py experiments/paper/wolof_m.jsonnet --steps 3000 --window 500 --json {path}` on a GPU machine (README)_\n"
     records = read_jsonl(path)
     fastest_m = min((r["full_run_minutes"] for r in records if r["condition"] == "M"), default=None)
     rows = [(r["condition"], r.get("gpu") or r["device"], _levers_text(r["levers"]), r["loader_workers"], r["steps"],
@@ -260,8 +260,8 @@ def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
             for r in records]
     head = (f"Each record runs a file's own pretraining loop ({records[0]['batch_size']} rows a step) for its steps and "
             "projects the full run from the median pace of the windows after the first (compiles and loader start-up excluded). "
-            "Bars (issue 14): µB-M ≤ 5 min; µB-MXPT-SLA ≤ 1.3× µB-M. `bash benchmarks/gpu/allocation.sh … pace=CELL` "
-            f"(or `pace-eager=`), records appended to `{path}`.\n\n")
+            "Bars (issue 14): µB-M ≤ 5 min; µB-MXPT-SLA ≤ 1.3× µB-M. `python benchmarks/gpu/pace.py FILE --steps 3000 --window 500` "
+            f"(`--without-compile`: eager), records appended to `{path}`.\n\n")
     return head + markdown_table(["condition", "device", "levers", "loader workers", "steps", "steps/s", "full run (min)",
                                   "× µB-M's fastest", "note"], rows)
 
@@ -273,7 +273,7 @@ def loader_epoch_section(path: Path = LOADER_EPOCH_JSONL) -> str:
     """The slowest batch of a pretraining epoch as a loader worker builds it (benchmarks/bench_loader_epoch.py),
     a row per record: the tail, and the step rates past which the loop waits on the loader."""
     if not path.exists():
-        return (f"_not recorded: run `python benchmarks/bench_loader_epoch.py benchmarks/gpu/wolof_mxpt_sla_paper_scale.jsonnet "
+        return (f"_not recorded: run `python benchmarks/bench_loader_epoch.py experiments/paper/wolof_mxpt_sla.jsonnet "
                 f"-w workspace --json {path}`_\n")
     records = read_jsonl(path)
     rows = [(r["condition"], r["batches"], r["mean_ms"], r["median_ms"], r["p99_ms"], r["slowest_ms"], r["slowest_padded_length"],
@@ -312,7 +312,7 @@ def in_progress_section(entries: Sequence) -> str:
     """Pretraining and fine-tuning runs with a checkpoint and no result (`python -m reporting.cache
     unfinished`): how far a long run has got, and its best dev figure so far."""
     note = ("Runs with a checkpoint and no result yet, at the time this report was written (`python -m reporting.cache "
-            "unfinished --workspace …`); `python benchmarks/gpu/run_steps.py FILE STEP` or `tango run FILE` resumes one.\n\n")
+            "unfinished --workspace …`); `python tools/run_steps.py FILE STEP` or `tango run FILE` resumes one.\n\n")
     rows = [(e.language, e.condition, e.scale, e.seed, e.step_class, f"{e.done:,}/{'?' if e.total is None else f'{e.total:,}'} {e.unit}s",
              e.patience, (e.metric or "").removeprefix("dev_"), e.best, e.best_at, e.last) for e in entries]
     if not rows:
@@ -385,11 +385,11 @@ def finetune_metrics(workspace: Workspace, score_info: StepInfo) -> Optional[Dic
 
 
 def seed_noise_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
-    """Cells fine-tuned with several seeds by the files in benchmarks/seeds (mean ± sd over seeds),
+    """Cells fine-tuned with several seeds by the files in experiments/seeds (mean ± sd over seeds),
     kept out of experiments/ so that the paper tables keep their one-seed cells."""
     from steps.evaluate.scoring import format_mean_sd
 
-    files = experiment_files(("benchmarks/seeds", "benchmarks/gpu"))
+    files = experiment_files(("experiments/seeds", "experiments/paper", "experiments/decomposition", "experiments/long_pretraining"))
     cells, _ = collect_cells(files, workspace_dir, graphs)
     rows = []
     for cell in sorted((c for c in cells if c.result), key=lambda c: (c.table, c.column, c.row)):
@@ -398,9 +398,9 @@ def seed_noise_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
                      ", ".join(f"{seed}: {value:.2f}" for seed, value in zip(cell.result["seeds"], test["values"])),
                      format_mean_sd(test["mean"], test["sd"], len(test["values"])),
                      format_mean_sd(dev["mean"], dev["sd"], len(dev["values"]))))
-    note = ("One encoder fine-tuned with several seeds (`tango run benchmarks/seeds/<file>`): how far "
+    note = ("One encoder fine-tuned with several seeds (`tango run experiments/seeds/<file>`): how far "
             "one seed's test figure can move. Mean ± sample sd. A row ending in -long is the cpu cell with its µBERT "
-            "pretrained on 27x the rows, on a GPU (`benchmarks/gpu/`, `long_pretraining.libsonnet`).\n\n")
+            "pretrained on 27x the rows, on a GPU (`experiments/long_pretraining/`).\n\n")
     return note + markdown_table(["table", "row", "column", "scale", "seeds", "test per seed", "test", "dev"], rows)
 
 
@@ -435,8 +435,8 @@ def tables_section(cells, problems) -> str:
     """The paper tables as `python -m reporting.tables` builds them (a record cell marked †)."""
     files = tables.table_files()
     body = markdown_summary(cells) or NOTHING
-    note = (f"Built from {len(files)} experiment files (experiments/, benchmarks/seeds/ and the paper-scale files of "
-            f"benchmarks/gpu/, whose scale is gpu-<the task's fine-tuning regime>: a cell shows its cached "
+    note = (f"Built from {len(files)} experiment files (experiments/, with experiments/seeds/ and the paper-scale files of "
+            f"experiments/paper/, whose scale is gpu-<the task's fine-tuning regime>: a cell shows its cached "
             f"result with the most seeds) by `python -m reporting.tables` (full tables, LaTeX, CSV "
             f"and Δ-vs-µB-M plots in `docs/tables/`); ours first, the paper's value beside it. Under each table: "
             f"each condition's difference from µB-M, mean ± 95 % t-interval over the seeds both were fine-tuned with "
@@ -547,7 +547,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     """The report's Markdown; with ``curves_dir``, the training curves are drawn there and linked
     relative to ``report_dir`` (the report's folder). ``recorded``: the committed report, whose
     corpus-parser rows stand in for the languages this cache has none for (with ``keep_record``)."""
-    graphs = load_graphs(experiment_files(), workspace_dir)  # experiments/ and benchmarks/, each built once
+    graphs = load_graphs(experiment_files(), workspace_dir)  # every file under experiments/, each built once
     cells, problems = table_cells(workspace_dir, graphs, keep_record)
     sections: List[Tuple[str, str]] = [
         ("Unlabeled corpora (paper Table 1)", corpus_section(workspace, scales_of_steps(graphs))),

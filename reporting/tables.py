@@ -1,11 +1,11 @@
 """Regenerate the paper's result tables from whatever the Tango cache holds; trains nothing.
 
-    python -m reporting.tables                      # experiments/ and benchmarks/seeds/, tables under workspace/tables/
+    python -m reporting.tables                      # experiments/ (seeds/ and paper/ too), tables under workspace/tables/
     python -m reporting.tables --scale cpu experiments/wolof_m.jsonnet experiments/wolof_random_init.jsonnet
     python -m reporting.tables --update-docs        # rewrite the committed record, docs/tables/
 
 A cell is built by its one-seed file in experiments/ and, where run with more seeds, by a file in
-benchmarks/seeds/ (3 or 5 fine-tuning seeds, the same encoder): the table shows the cached result
+experiments/seeds/ (3 or 5 fine-tuning seeds, the same encoder): the table shows the cached result
 with the most seeds. For every experiment file, the config is built into its step graph (same ext vars as ``tango
 run``: the environment) and each ``aggregate_cell`` step is looked up in the workspace cache by its
 unique id, so a result shows up only if it was computed by the config as it is now. Cells that are
@@ -119,16 +119,19 @@ def paper_values(paper: dict, table: str) -> Tuple[List[str], List[str], Dict[st
     return list(spec["columns"]), list(conditions), spec["rows"]
 
 
-TABLE_FOLDERS = ("experiments", "benchmarks/seeds")
-# The paper-scale cells (issue 14), scale "gpu-<regime>": their own tables beside the cpu ones.
-PAPER_SCALE_FILES = "benchmarks/gpu/*_paper_scale.jsonnet"
+TABLE_FOLDERS = ("experiments",)
+# Grids beside the paper tables, with tables of their own: the Wolof gap decomposition
+# (reporting.decomposition) and the long-pretraining cells (reporting.report "Seed noise").
+NOT_TABLE_FOLDERS = ("experiments/decomposition", "experiments/long_pretraining")
 
 
 def table_files() -> List[Path]:
-    """The files whose cells make the paper tables: experiments/ (one seed), benchmarks/seeds/ and
-    the paper-scale files of benchmarks/gpu/ (not its decomposition grid, which has its own table)."""
-    return ([path for folder in TABLE_FOLDERS for path in sorted((REPO / folder).rglob("*.jsonnet"))]
-            + sorted(REPO.glob(PAPER_SCALE_FILES)))
+    """The files whose cells make the paper tables: experiments/ (one seed), experiments/seeds/ and
+    experiments/paper/ (scale "gpu-<regime>": their own tables beside the cpu ones), not the grids of
+    NOT_TABLE_FOLDERS."""
+    skipped = [REPO / folder for folder in NOT_TABLE_FOLDERS]
+    return [path for folder in TABLE_FOLDERS for path in sorted((REPO / folder).rglob("*.jsonnet"))
+            if not any(path.is_relative_to(folder) for folder in skipped)]
 
 
 def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path,
@@ -151,7 +154,7 @@ def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path,
             key = tuple(found[k] for k in ("table", "scale", "row", "column"))
             cell = cells.setdefault(key, Cell(*key))
             cell.experiments.append(graph.path)
-            # Several files can build one cell with other seeds (experiments/: one seed; benchmarks/seeds:
+            # Several files can build one cell with other seeds (experiments/: one seed; experiments/seeds:
             # 3 or 5): the cached result with the most seeds is the cell's.
             try:
                 result = checked_aggregate(cached_result(workspace_dir, found["unique_id"]),
@@ -712,7 +715,7 @@ def table1_markdown() -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("experiments", nargs="*", type=Path, help="experiment files (default: experiments/, benchmarks/seeds/ and benchmarks/gpu/*_paper_scale.jsonnet)")
+    parser.add_argument("experiments", nargs="*", type=Path, help="experiment files (default: experiments/ but its decomposition/ and long_pretraining/ grids)")
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
     parser.add_argument("--out", type=Path, help="output folder (default: <workspace>/tables; docs/tables with --update-docs)")
     parser.add_argument("--update-docs", action="store_true",

@@ -49,3 +49,34 @@ def test_scales_are_numbers_with_short_comments():
     """The measurement history lives in docs/decisions.md; scales.libsonnet keeps the numbers."""
     comment, code = comment_and_code_characters((REPO / "configs" / "scales.libsonnet").read_text(encoding="utf-8"))
     assert comment < code, (comment, code)
+
+
+def _builder(call: str) -> dict:
+    """The steps of one builder call, evaluated as an experiment file would be."""
+    from rjsonnet import evaluate_snippet
+
+    return json.loads(evaluate_snippet("call.jsonnet", f'(import "{REPO}/configs/lib.libsonnet").{call}'))["steps"]
+
+
+def test_the_paper_scale_fine_tunes_each_task_under_a_named_regime():
+    """A paper-scale cell fine-tunes each task under its `chosen` regime (or one named for both), on
+    top of the cpu scale's fine-tuning with the language's own cpu settings, and labels its score cells
+    gpu-<regime>; a regime that does not exist, or one at a scale without regimes, is refused by name."""
+    import pytest
+
+    chosen = _builder('experiment("wolof", "M", "paper", seeds=[42])')
+    assert (chosen["ud_parser_score_s42"]["scale"], chosen["ner_score_s42"]["scale"]) == ("gpu-paper_tenth", "gpu-cpu_x2")
+    assert chosen["ud_parser_s42"]["config"]["epochs"] == 30 and chosen["ner_s42"]["config"]["epochs"] == 40
+    assert chosen["ud_parser_s42"]["num_threads"] == chosen["ner_s42"]["num_threads"] == 1
+    assert chosen["pretrained_model"]["training"]["batch_size"] == 256 and chosen["pretraining_data"]["max_length"] == 512
+    # Greek's 75 UD batches an epoch (its cpu setting) hold under the cpu regime; the paper head's 200 replace them.
+    greek = {regime: _builder(f'random_init_experiment("ancient_greek", "paper", regime="{regime}")')["ud_parser_s42"]
+             for regime in ("cpu", "paper_tenth")}
+    assert greek["cpu"]["config"]["batches_per_epoch"] == 75 and greek["paper_tenth"]["config"]["batches_per_epoch"] == 200
+    # PrOnto has no regime: its cells keep the scale's name.
+    pronto = _builder('pronto_sample_experiment("paper")')
+    assert {step["scale"] for step in pronto.values() if step["type"] == "score_cell"} == {"paper"}
+    with pytest.raises(RuntimeError, match="unknown regime paper_half; known: cpu, cpu_x2, paper, paper_tenth"):
+        _builder('experiment("wolof", "M", "paper", regime="paper_half")')
+    with pytest.raises(RuntimeError, match="scale cpu has no fine-tuning regimes"):
+        _builder('experiment("wolof", "M", "cpu", regime="paper")')

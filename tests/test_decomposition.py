@@ -118,7 +118,7 @@ def test_decomposition_files_cover_the_grid():
 
 
 def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes_only_the_length():
-    """A cpu-regime cell runs nothing but its score cells on top of benchmarks/seeds' fine-tunings;
+    """A cpu-regime cell runs nothing but its score cells on top of experiments/seeds' fine-tunings;
     cpu_x2 shares everything upstream of fine-tuning and changes epochs and patience alone, for
     UD and NER (one factor at a time)."""
     from tango.common import Params
@@ -130,9 +130,9 @@ def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes
     def graph(path):
         return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
 
-    seeds = graph("benchmarks/seeds/wolof_m_5seeds.jsonnet")
-    cpu = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu.jsonnet")
-    longer = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu_x2.jsonnet")
+    seeds = graph("experiments/seeds/wolof_m_5seeds.jsonnet")
+    cpu = graph("experiments/decomposition/wolof_cpu_cpu.jsonnet")
+    longer = graph("experiments/decomposition/wolof_cpu_cpu_x2.jsonnet")
     for name in seeds:
         if "_score_s" not in name and not name.endswith("_cell"):
             assert cpu[name].unique_id == seeds[name].unique_id, name
@@ -160,8 +160,8 @@ def test_cpu_relpos_changes_only_the_pretrained_positions():
     def graph(path):
         return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
 
-    cpu = graph("benchmarks/gpu/decomposition/wolof_cpu_cpu.jsonnet")
-    relpos = graph("benchmarks/gpu/decomposition/wolof_cpu_relpos_cpu.jsonnet")
+    cpu = graph("experiments/decomposition/wolof_cpu_cpu.jsonnet")
+    relpos = graph("experiments/decomposition/wolof_cpu_relpos_cpu.jsonnet")
     assert set(cpu) == set(relpos)
     for name in ("corpus", "corpus_parser", "parsed_corpus", "tokenizer", "pretraining_data"):
         assert relpos[name].unique_id == cpu[name].unique_id, name
@@ -207,8 +207,8 @@ def test_the_reference_head_regime_changes_only_the_head():
     def steps(path):
         return Params.from_file(REPO / path).as_dict()["steps"]
 
-    ours = steps("benchmarks/gpu/decomposition/wolof_paper_paper_tenth.jsonnet")
-    reference = steps("benchmarks/gpu/decomposition/wolof_paper_paper_tenth_reference.jsonnet")
+    ours = steps("experiments/decomposition/wolof_paper_paper_tenth.jsonnet")
+    reference = steps("experiments/decomposition/wolof_paper_paper_tenth_reference.jsonnet")
     assert set(ours) == set(reference)
     for name, step in reference.items():
         if step["type"] in ("finetune_ud_parser", "finetune_ner"):

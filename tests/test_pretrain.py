@@ -164,7 +164,7 @@ def test_sigint_stops_at_the_step_boundary_with_a_checkpoint_and_the_resumed_run
 
 def test_a_stopped_pretraining_copied_to_another_workspace_resumes_there(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
     """How a paper-scale pretraining spans device lendings: `campaign.py pack` brings a stopped
-    entry's folder back, `prepare_carry.sh` copies it into the next machine's fresh cache (no step
+    entry's folder back, a copy of it goes into the next machine's fresh cache (no step
     database there, no lock), and that run resumes from its checkpoint."""
     import shutil
 

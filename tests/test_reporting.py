@@ -78,23 +78,24 @@ def test_scale_labels_follow_the_folders():
     assert scale_label("experiments/wolof_m.jsonnet") == "cpu"
     assert scale_label("experiments/smoke/wolof_m.jsonnet") == "smoke"
     assert scale_label("experiments/paper/wolof_m.jsonnet") == "paper"
-    assert scale_label("benchmarks/seeds/wolof_m_5seeds.jsonnet") == "benchmarks/seeds"
+    assert scale_label("experiments/seeds/wolof_m_5seeds.jsonnet") == "seeds"
+    assert scale_label("experiments/decomposition/wolof_cpu_cpu.jsonnet") == "decomposition"
     graphs = [FileGraph("experiments/a.jsonnet", {"corpus": ["LoadCorpus", "id1"]}),
-              FileGraph("benchmarks/gpu/b.jsonnet", {"corpus": ["LoadCorpus", "id1"], "x": ["X", "id2"]})]
-    assert scales_of_steps(graphs) == {"id1": ["benchmarks/gpu", "cpu"], "id2": ["benchmarks/gpu"]}
-    assert report.scale_of("id1", scales_of_steps(graphs)) == "benchmarks/gpu, cpu"
+              FileGraph("experiments/long_pretraining/b.jsonnet", {"corpus": ["LoadCorpus", "id1"], "x": ["X", "id2"]})]
+    assert scales_of_steps(graphs) == {"id1": ["cpu", "long_pretraining"], "id2": ["long_pretraining"]}
+    assert report.scale_of("id1", scales_of_steps(graphs)) == "cpu, long_pretraining"
     assert report.scale_of("gone", scales_of_steps(graphs)) == "no current experiment"
 
 
 def test_scale_of_a_real_corpus_step(tmp_path):
-    """The cpu Wolof corpus step is shared by experiments/ and benchmarks/seeds; smoke's is its own.
+    """The cpu Wolof corpus step is shared by experiments/ and experiments/seeds; smoke's is its own.
     A second load reads the remembered graphs and gives the same IDs."""
     files = [REPO / "experiments/wolof_data.jsonnet", REPO / "experiments/smoke/wolof_data.jsonnet",
-             REPO / "benchmarks/seeds/wolof_m_5seeds.jsonnet"]
+             REPO / "experiments/seeds/wolof_m_5seeds.jsonnet"]
     graphs = load_graphs(files, tmp_path)
     scales = scales_of_steps(graphs)
     cpu_corpus, smoke_corpus = graphs[0].steps["corpus"][1], graphs[1].steps["corpus"][1]
-    assert scales[cpu_corpus] == ["benchmarks/seeds", "cpu"] and scales[smoke_corpus] == ["smoke"]
+    assert scales[cpu_corpus] == ["cpu", "seeds"] and scales[smoke_corpus] == ["smoke"]
     assert (tmp_path / "reporting" / "graphs.json").exists()
     assert [g.steps for g in load_graphs(files, tmp_path)] == [g.steps for g in graphs]
 
@@ -105,7 +106,7 @@ def test_a_fine_tune_takes_the_scale_of_the_cell_that_scores_it(tmp_path):
     the pretraining both read, with what the two scales share."""
     from reporting.cache import graph_labels
 
-    [graph] = load_graphs([REPO / "benchmarks/gpu/wolof_m_paper_scale.jsonnet"], tmp_path)
+    [graph] = load_graphs([REPO / "experiments/paper/wolof_m.jsonnet"], tmp_path)
     labels = graph_labels([graph])
     scales = {name: labels[unique_id]["scale"] for name, (_, unique_id) in graph.steps.items()}
     assert {scales[f"ud_parser_s{seed}"] for seed in range(42, 47)} == {"gpu-paper_tenth"}

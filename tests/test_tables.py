@@ -101,7 +101,7 @@ def test_corpus_variant_against_its_language(tmp_path):
 
 
 def test_a_cell_shows_its_result_with_the_most_seeds(tmp_path):
-    """experiments/ builds a cell with one seed, benchmarks/seeds/ the same cell with three: the
+    """experiments/ builds a cell with one seed, experiments/seeds/ the same cell with three: the
     table's is the 3-seed result in either file order, and a one-seed cache cell does not replace a
     3-seed cell of record (a tie goes to the cache)."""
     workspace = LocalWorkspace(tmp_path / "ws")
@@ -266,11 +266,11 @@ def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path
 
 
 def test_the_paper_scale_files_make_their_own_tables_and_the_grid_does_not():
-    """benchmarks/gpu/*_paper_scale.jsonnet are table files (scale gpu-<regime>); the decomposition
+    """experiments/paper/*.jsonnet are table files (scale gpu-<regime>); the decomposition
     grid and the long-pretraining cells are not (they have their own table and the seed-noise rows)."""
     from reporting import tables
 
     names = {path.relative_to(tables.REPO).as_posix() for path in tables.table_files()}
-    assert {"benchmarks/gpu/wolof_m_paper_scale.jsonnet", "benchmarks/gpu/wolof_random_init_paper_scale.jsonnet",
-            "benchmarks/gpu/wolof_mxpt_sla_paper_scale.jsonnet", "experiments/wolof_m.jsonnet"} <= names
-    assert not any(name.startswith("benchmarks/gpu/decomposition/") or "long_pretraining" in name for name in names)
+    assert {"experiments/paper/wolof_m.jsonnet", "experiments/paper/wolof_random_init.jsonnet",
+            "experiments/paper/wolof_mxpt_sla.jsonnet", "experiments/wolof_m.jsonnet", "experiments/seeds/wolof_m_5seeds.jsonnet"} <= names
+    assert not any(name.startswith("experiments/decomposition/") or "long_pretraining" in name for name in names)

@@ -4,7 +4,7 @@
         [--json docs/benchmarks/gpu_finetune.jsonl]
 
 RECORDS are a device call's fine-tuning logs (``finetune0-N.log`` in its ``records.tar.gz``, or a
-``run_steps.py`` log) or finished steps' ``metrics.json``. Each epoch's history record gives its
+``tools/run_steps.py`` log) or finished steps' ``metrics.json``. Each epoch's history record gives its
 seconds; since the loop records ``dev_seconds`` (the dev evaluation's share) the training share is
 the rest. Older records lack it: there the untrained model's evaluation (epoch 0, nothing but a dev
 pass) stands in, marked ``dev_from_epoch_0``. One record per task (UD parsing, NER): medians over

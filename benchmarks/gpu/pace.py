@@ -1,6 +1,6 @@
 """The pace of a file's real pretraining loop, in a short run: steps/s and the full run's minutes.
 
-    python benchmarks/gpu/pace.py benchmarks/gpu/wolof_m_paper_scale.jsonnet --steps 3000 --window 500 [--json OUT]
+    python benchmarks/gpu/pace.py experiments/paper/wolof_m.jsonnet --steps 3000 --window 500 [--json OUT]
 
 Runs the file's `pretrain_microbert` step as configured (levers, loader workers, batch size, data)
 but for ``--steps`` optimizer steps, validating every ``--window``, in a scratch workspace; its
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
                            help="the file's levers less torch.compile (encoder and P/T losses): eager paces, no compile in the first window")
     compiling.add_argument("--with-compile", action="store_true",
                            help="the file's levers plus torch.compile of the encoder and P/T losses (campaign.COMPILE_LEVERS), "
-                                "also where the file leaves them out (MXPT-SLA: paper_scale.libsonnet's eager_conditions)")
+                                "also where the file leaves them out (MXPT-SLA: the paper scale's eager_conditions, configs/scales.libsonnet)")
     parser.add_argument("--profile", type=Path, help="profile the run and write where its time goes here (one file: one experiment)")
     parser.add_argument("--profile-steps", type=int, help="with --profile: record only the last this many steps (default: all)")
     parser.add_argument("--note", help="kept in each record: which code it measured (the report prints it beside the pace)")

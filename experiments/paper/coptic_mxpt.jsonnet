@@ -2,4 +2,4 @@
 // DATA: the reference corpus (train.txt/dev.txt, pre-split; no retokenization, SPEC §A.2). It holds
 // the raw text of all UD dev/test documents, as the paper's did; coptic_m_leakfree.jsonnet uses the
 // variant without them. The UD treebank is r2.11 (55,858 words), not the paper's r2.8 (48,632).
-(import "../../configs/lib.libsonnet").experiment("coptic", "MXPT", "paper")
+(import "../../configs/lib.libsonnet").experiment("coptic", "MXPT", "paper", seeds=[42, 43, 44, 45, 46])

@@ -1,3 +1,0 @@
-// Coptic µB-MXPT-SLA at the paper's scale, 5 seeds (paper_scale.libsonnet). On a GPU machine:
-//   python benchmarks/gpu/campaign.py --language coptic --help
-(import "paper_scale.libsonnet").cell("coptic", "MXPT-SLA")

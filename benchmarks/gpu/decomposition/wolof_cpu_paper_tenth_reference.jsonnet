@@ -1,3 +1,0 @@
-// Wolof gap decomposition: encoder cpu, fine-tuning regime paper_tenth_reference, 3 seeds (../decomposition.libsonnet).
-//   SIB_DATA_ROOT=../shared/data tango run benchmarks/gpu/decomposition/wolof_cpu_paper_tenth_reference.jsonnet
-(import "../decomposition.libsonnet")("cpu", "paper_tenth_reference", seeds=[42, 43, 44])

@@ -1,3 +1,0 @@
-// Wolof gap decomposition: encoder cpu_relpos, fine-tuning regime cpu, 5 seeds (../decomposition.libsonnet).
-//   SIB_DATA_ROOT=../shared/data tango run benchmarks/gpu/decomposition/wolof_cpu_relpos_cpu.jsonnet
-(import "../decomposition.libsonnet")("cpu_relpos", "cpu")

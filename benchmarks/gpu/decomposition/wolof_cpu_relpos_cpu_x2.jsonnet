@@ -1,3 +1,0 @@
-// Wolof gap decomposition: encoder cpu_relpos, fine-tuning regime cpu_x2, 3 seeds (../decomposition.libsonnet).
-//   SIB_DATA_ROOT=../shared/data tango run benchmarks/gpu/decomposition/wolof_cpu_relpos_cpu_x2.jsonnet
-(import "../decomposition.libsonnet")("cpu_relpos", "cpu_x2", seeds=[42, 43, 44])

@@ -1,3 +1,0 @@
-// Wolof gap decomposition: encoder long, fine-tuning regime paper_tenth_reference, 5 seeds (../decomposition.libsonnet).
-//   SIB_DATA_ROOT=../shared/data tango run benchmarks/gpu/decomposition/wolof_long_paper_tenth_reference.jsonnet
-(import "../decomposition.libsonnet")("long", "paper_tenth_reference")

@@ -1,3 +1,0 @@
-// Wolof µB-MXPT-SLA at the paper's scale, 5 seeds, UD + NER (paper_scale.libsonnet). On a GPU machine:
-//   python benchmarks/gpu/campaign.py --help
-(import "paper_scale.libsonnet").wolof("MXPT-SLA")

@@ -1,0 +1,3 @@
+// Wolof gap decomposition: encoder long, fine-tuning regime paper_tenth_reference, 5 seeds (decomposition.libsonnet).
+//   SIB_DATA_ROOT=../shared/data tango run experiments/decomposition/wolof_long_paper_tenth_reference.jsonnet
+(import "decomposition.libsonnet")("long", "paper_tenth_reference")

@@ -1,0 +1,3 @@
+// Wolof gap decomposition: encoder paper, fine-tuning regime cpu_x2, 3 seeds (decomposition.libsonnet).
+//   SIB_DATA_ROOT=../shared/data tango run experiments/decomposition/wolof_paper_cpu_x2.jsonnet
+(import "decomposition.libsonnet")("paper", "cpu_x2", seeds=[42, 43, 44])

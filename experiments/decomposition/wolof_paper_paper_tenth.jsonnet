@@ -1,0 +1,3 @@
+// Wolof gap decomposition: encoder paper, fine-tuning regime paper_tenth, 3 seeds (a 2-core cell) (decomposition.libsonnet).
+//   SIB_DATA_ROOT=../shared/data tango run experiments/decomposition/wolof_paper_paper_tenth.jsonnet
+(import "decomposition.libsonnet")("paper", "paper_tenth", seeds=[42, 43, 44])

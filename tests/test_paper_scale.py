@@ -1,0 +1,188 @@
+"""The paper-scale cells (experiments/paper): the whole corpus on the cpu cell's corpus parser, each task
+under its chosen fine-tuning regime, the speed levers, and cache entries brought from another machine."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from reporting.languages import paper_languages
+from tools.step_ids import REPO
+
+LEVERS_FILE = REPO / "configs" / "levers.json"
+COMPILE_LEVERS = ("compile_encoder", "compile_objectives")
+
+
+def language_files(language: str):
+    """A language's paper-scale µB-M, µB-MXPT-SLA and random-init files."""
+    return [f"experiments/paper/{language}_{name}.jsonnet" for name in ("m", "mxpt_sla", "random_init")]
+
+
+FILES = language_files("wolof")
+
+
+def test_paper_scale_files_reuse_the_cpu_corpus_parser_and_take_the_whole_corpus():
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    recorded = json.loads((REPO / "tests" / "data" / "step_ids.json").read_text())["experiments/wolof_m.jsonnet"]
+    for file in FILES:
+        graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+        assert graph["corpus"].unique_id == recorded["vectors_corpus"]  # uncapped: the cpu cell's vectors corpus
+        if "random_init" not in file:
+            assert graph["corpus_parser"].unique_id == recorded["corpus_parser"]
+            assert graph["pretrained_model"].kwargs["training"].max_steps == 62500
+        scores = [name for name in graph if "_score_s" in name]
+        assert len(scores) == 10
+        # Each task under the regime dev chose for it (the paper scale's `chosen`), one thread per fine-tune.
+        assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ud_")} == {"gpu-paper_tenth"}
+        assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ner_")} == {"gpu-cpu_x2"}
+        assert all(graph[f"{task}_s{seed}"].kwargs["num_threads"] == 1 for task in ("ud_parser", "ner") for seed in range(42, 47))
+
+
+def test_the_paper_scale_m_cell_is_the_decomposition_cells_dev_chose():
+    """µB-M's paper-scale fine-tuning steps are the decomposition's paper-encoder cells under each
+    task's chosen regime, step for step: the seeds run there are this file's, already cached."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    def ids(file):
+        graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+        return {name: step.unique_id for name, step in graph.items()}
+
+    paper_scale = ids("experiments/paper/wolof_m.jsonnet")
+    chosen = {"ud_parser": "paper_tenth", "ner": "cpu_x2"}
+    for task, regime in chosen.items():
+        cell = ids(f"experiments/decomposition/wolof_paper_{regime}.jsonnet")
+        tuned = [name for name in cell if name.startswith(f"{task}_s") and "_score_" not in name]
+        assert tuned and all(paper_scale[name] == cell[name] for name in tuned), (task, regime)
+
+
+def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
+    """Any of the paper's five languages has its paper-scale cells, on its own data steps, with no new code."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+    from reporting.languages import paper_languages
+
+    assert set(paper_languages()) == set(paper_languages())
+    for language in paper_languages():
+        cpu = StepGraph.from_params(Params.from_file(REPO / f"experiments/{language}_m.jsonnet").pop("steps"))
+        for file in language_files(language):
+            assert (REPO / file).exists(), file
+            graph = StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+            assert graph["corpus"].kwargs["language"] == language and graph["corpus"].kwargs["max_train_sentences"] is None
+            assert graph["tokenizer"].unique_id != cpu["tokenizer"].unique_id  # the whole corpus's vocabulary
+            if "random_init" not in file:
+                assert graph["corpus_parser"].unique_id == cpu["corpus_parser"].unique_id
+            # Each phase runs a sub-graph (`tango run -s`), which Tango builds only when no step
+            # goes by two names (the uncapped corpus once did: `corpus` and `vectors_corpus`).
+            assert "vectors_corpus" not in graph
+            for target in ("pretraining_data", "pretrained_model", "random_encoder"):
+                if target in graph:
+                    assert target in graph.sub_graph(target)
+            tasks = {name.split("_score_s")[0] for name in graph if "_score_s" in name}
+            assert tasks == ({"ud_parser", "ner"} if language in ("wolof", "maltese", "uyghur") else {"ud_parser"})
+
+
+def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_path):
+    """The paper scale's `levers` (the one switch for bf16 / fused AdamW / torch.compile once
+    the GPU benchmark has measured them) land in pretrain_microbert's arguments, change its ID and
+    everything downstream, and leave the data steps alone; the committed files set levers.json's."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    def graph(levers):
+        file = tmp_path / f"cell_{len(levers)}.jsonnet"
+        file.write_text(f'(import "{REPO}/configs/lib.libsonnet").experiment("wolof", "M", "paper", seeds=[42], levers={json.dumps(levers)})\n')
+        return StepGraph.from_params(Params.from_file(file).pop("steps"))
+
+    levers = {"precision": "bf16", "fused_optimizer": True, "compile_encoder": {"mode": "reduce-overhead"}}
+    plain, fast = graph({}), graph(levers)
+    committed = StepGraph.from_params(Params.from_file(REPO / FILES[0]).pop("steps"))
+    chosen = json.loads(LEVERS_FILE.read_text())  # what the lever benchmark chose ({}: none)
+    assert graph(chosen)["pretrained_model"].unique_id == committed["pretrained_model"].unique_id
+    # compile_objectives (the P and T losses) reaches only conditions that have one: M keeps its key.
+    for_m = {k: v for k, v in chosen.items() if k != "compile_objectives"}
+    assert {k: committed["pretrained_model"].kwargs[k] for k in for_m} == for_m
+    assert committed["pretrained_model"].kwargs.get("compile_objectives") is None
+    # MXPT-SLA pretrains eager (its compile outlasted a device call): the other levers, no compile.
+    sla = StepGraph.from_params(Params.from_file(REPO / "experiments/paper/wolof_mxpt_sla.jsonnet").pop("steps"))
+    eager = {k: v for k, v in chosen.items() if k not in COMPILE_LEVERS}
+    assert eager and {k: sla["pretrained_model"].kwargs.get(k) for k in chosen} == {**dict.fromkeys(chosen), **eager}
+    # Only it: MXPT (P and T, no SLA) keeps every chosen lever, compile_objectives included.
+    mxpt_file = tmp_path / "mxpt.jsonnet"
+    mxpt_file.write_text(f'(import "{REPO}/configs/lib.libsonnet").experiment("wolof", "MXPT", "paper", seeds=[42], levers={json.dumps(chosen)})\n')
+    mxpt = StepGraph.from_params(Params.from_file(mxpt_file).pop("steps"))
+    assert {k: mxpt["pretrained_model"].kwargs.get(k) for k in chosen} == chosen
+    assert {k: fast["pretrained_model"].kwargs[k] for k in levers} == levers
+    assert fast["pretrained_model"].unique_id != plain["pretrained_model"].unique_id
+    assert fast["ud_parser_s42"].unique_id != plain["ud_parser_s42"].unique_id
+    assert fast["pretraining_data"].unique_id == plain["pretraining_data"].unique_id
+
+
+def _toy_steps():
+    """Two registered toy steps for a root → middle → leaf chain."""
+    from tango import Step
+
+    if "toy_root" not in Step.list_available():
+        @Step.register("toy_root")
+        class Root(Step):
+            DETERMINISTIC, CACHEABLE = True, True
+
+            def run(self, value: int) -> int:  # type: ignore[override]
+                return value
+
+        @Step.register("toy_double")
+        class Double(Step):
+            DETERMINISTIC, CACHEABLE = True, True
+
+            def run(self, value: int) -> int:  # type: ignore[override]
+                return 2 * value
+
+
+def test_a_cache_entry_copied_from_another_machine_counts_as_completed(tmp_path):
+    """An entry brought back from a GPU machine has no record in this workspace's step-info
+    database; under `tango run -j` the step was failed for it. The workspace adopts it instead."""
+    import shutil
+
+    from tango.step_info import StepState
+    from tango.workspaces import LocalWorkspace
+
+    _toy_steps()
+    from tango import Step
+
+    double = Step.by_name("toy_double")
+    copied, absent = double(value=5), double(value=7)
+    there = LocalWorkspace(tmp_path / "there")
+    assert copied.result(there) == 10
+    here = LocalWorkspace(tmp_path / "here")
+    shutil.copytree(there.step_dir(copied), tmp_path / "here" / "cache" / copied.unique_id)
+    assert here.step_info(copied).state == StepState.COMPLETED
+    assert here.step_info(absent).state == StepState.INCOMPLETE
+
+
+def test_tango_reads_an_experiment_file_without_cached_path(tmp_path, monkeypatch):
+    """The GPU image lacks cached-path's cloud clients; the compat shim's stand-in reads local files."""
+    import pytest
+    from tango.common import Params
+
+    from steps.common import compat
+
+    monkeypatch.setitem(sys.modules, "cached_path", None)  # as if its import failed
+    compat._cached_path_or_local_stand_in()
+    stand_in = sys.modules["cached_path"]
+    assert stand_in is not None and stand_in.cached_path(tmp_path) == tmp_path
+    file = tmp_path / "x.jsonnet"
+    file.write_text('{"steps": {}}')
+    assert Params.from_file(file).as_dict() == {"steps": {}}
+    with pytest.raises(FileNotFoundError, match="only local files"):
+        stand_in.cached_path("https://example.org/x.jsonnet")
+
