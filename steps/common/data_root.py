@@ -40,7 +40,8 @@ def _is_url(path: str) -> bool:
 _DIGEST_CACHE: Dict[Tuple[str, int, int], str] = {}
 
 
-def _file_digest(path: Path) -> str:
+def file_digest(path: Path) -> str:
+    """The sha256 (hex) of a file's bytes."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _DIGEST_CACHE:
@@ -126,7 +127,7 @@ class DataPath(FromParams, CustomDetHash):
         path = self.resolve()
         for file in self.files():
             sha.update(file.relative_to(path).as_posix().encode() if path.is_dir() else b"")
-            sha.update(_file_digest(file).encode())
+            sha.update(file_digest(file).encode())
         return sha.hexdigest()
 
     def det_hash_object(self):

@@ -1,7 +1,8 @@
 """The study's languages and where their datasets sit under the data root.
 
-Paths follow ``../shared/data`` (see its README for provenance). A user with the canonical
-sources lays them out the same way, or passes explicit paths to the steps instead.
+Paths follow ``../shared/data`` (see its README for provenance). ``python -m steps.data.fetch``
+builds the same layout from the canonical sources (steps/data/fetch.py, docs/reproducing.md), or
+a user passes explicit paths to the steps instead.
 """
 from __future__ import annotations
 
