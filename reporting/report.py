@@ -790,7 +790,8 @@ def headline_section(cells, grid, so_far) -> str:
         text += (f"Pretrained at the paper's scale and fine-tuned under the `{cell.scale[4:]}` "
                  f"regime, {short_title(language)} µB-M reaches {cell.mean:.2f} test LAS ({cell.result['n']} seeds) against the "
                  f"paper's {published:.2f}. ")
-    text += "The paper's column of Table 2, read against ours: " + paper_comparison_note()
+    note = paper_comparison_note()
+    text += "The paper's column of Table 2, read against ours: " + (note[len("Dev: "):] if note.startswith("Dev: ") else note)
     parts.append(text)
 
     by_key = decomposition._by_key(grid)
@@ -829,7 +830,7 @@ def related_conflicts(cells) -> str:
                               and c.result), None)
                 if other is None or abs(other.mean - cell.mean) < 0.005:
                     continue
-                lines.append(f"{_title(row)} {short_title(cell.column)} {label}: {cell.mean:.2f} here (seeds "
+                lines.append(f"{_title(row)} {short_title(cell.column)} {label}: {cell.mean:.2f} in the related table (seeds "
                              f"{_seeds_text(cell.result['seeds'])}), {other.mean:.2f} in {paper_table.replace('table', 'Table ')} "
                              f"(seeds {_seeds_text(other.result['seeds'])})")
     if not lines:
