@@ -1,4 +1,4 @@
-"""Where Wolof µB-M's missing LAS go (issue 14 item 1), from the cache: five encoders × five
+"""Where Wolof µB-M's missing LAS go, from the cache: five encoders × five
 fine-tuning regimes (experiments/decomposition/decomposition.libsonnet), and each factor's effect as a paired
 difference over the fine-tuning seeds the two cells share.
 
@@ -8,9 +8,9 @@ difference over the fine-tuning seeds the two cells share.
 The factors, one at a time:
 
 * pretraining at all: cpu µBERT − random-init (same vocabulary, same fine-tuning);
-* position embeddings: cpu_relpos − cpu (SPEC §C's relative_key_query against stock BERT's absolute ones);
+* position embeddings: cpu_relpos − cpu (the reference code's relative_key_query positions, its BertConfig, against stock BERT's absolute ones);
 * pretraining compute: long − cpu (the same 11k rows, 27× the rows seen);
-* the paper's pretraining: paper − long (the whole 34k-sentence corpus, SPEC §G's 62,500 × 256),
+* the paper's pretraining: paper − long (the whole 34k-sentence corpus, the reference's schedule of 62,500 steps × 256),
   paper − cpu (both at once, where no long cell is cached beside it) and paper − random-init
   (against no pretraining);
 * the fine-tuning regime, for each encoder: cpu_x2 − cpu (length alone), paper_tenth − cpu and
@@ -265,11 +265,16 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
     """The grid (test mean ± sd, dev, fine-tuning effort per cell) and each factor's paired difference;
     ``so_far`` (`seeds_so_far`): finished seeds of cells still running, under their "—"."""
     by_key = _by_key(cells)
+    # Every figure from the record (cells, and the seeds so far from the committed predictions): one
+    # provenance line instead of a † on each.
+    shown_so_far = [f for key, f in (so_far or {}).items() if key not in by_key and f.seeds]
+    only_record = bool(by_key) and all(c.recorded for c in by_key.values()) and all(f.recorded for f in shown_so_far)
+    mark = "" if only_record else " †"
     lines = []
     for table, (task, metric) in TASKS.items():
         lines += [f"{task} {metric} (mean ± sd over seeds; the paper's Wolof µB-M: {PAPER[table]:.2f}); "
                   "under each, dev and the fine-tuning steps run (best epoch):", "",
-                  "| encoder | " + " | ".join(f"regime {r}" for r in REGIMES) + " |", "|---|" + "---|" * len(REGIMES)]
+                  "| encoder (mean ± sd over seeds) | " + " | ".join(f"regime {r}" for r in REGIMES) + " |", "|---|" + "---|" * len(REGIMES)]
         for encoder in ENCODERS:
             texts = []
             for regime in REGIMES:
@@ -281,31 +286,35 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
                                  f"—<br>{len(seeds)} seed{'s' if len(seeds) > 1 else ''} so far: test "
                                  f"{statistics.fmean(t for t, _ in seeds):.2f}"
                                  + (f", dev {statistics.fmean(d for _, d in seeds):.2f}" if all(d is not None for _, d in seeds) else "")
-                                 + (" †" if finished.recorded else ""))
+                                 + (mark if finished.recorded else ""))
                     continue
                 test, dev = cell.result["test"], cell.result.get("dev") or {}
                 steps, best, kept = effort.get((table, encoder, regime), (None, None, False))
-                text = format_mean_sd(test["mean"], test["sd"], cell.result["n"]) + (" †" if cell.recorded else "")
+                text = format_mean_sd(test["mean"], test["sd"], cell.result["n"]) + (mark if cell.recorded else "")
                 text += f"<br>dev {dev['mean']:.2f}" if dev.get("mean") is not None else ""
                 text += f"<br>{steps:,.0f} steps (best epoch {best:.1f})" if steps is not None and best is not None else ""
                 texts.append(text)
             lines.append(f"| {encoder} | " + " | ".join(texts) + " |")
         lines.append("")
-    rows = factor_rows(cells)
-    lines += ["Each factor alone: the difference between two cells, mean ± 95 % t-interval over the fine-tuning "
-              "seeds both share (paired by seed):", ""]
+    rows = [row if mark else row[:3] + (row[3].replace(" †", ""),) + row[4:] for row in factor_rows(cells)]
+    lines += ["Each factor alone: the difference between two cells, paired by the fine-tuning seeds both share "
+              "(mean ± the 95% t-interval):", ""]
     if rows:
-        lines += ["| task | factor | where | Δ | seeds |", "|---|---|---|---|---|"]
+        lines += ["| task | factor | where | Δ ± 95% CI | seeds |", "|---|---|---|---|---|"]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
     else:
         lines.append("_no factor has both of its cells cached yet_")
-    if any(c.recorded for c in by_key.values()):
-        lines += ["", "† not in the cache that wrote this: the committed record's value (docs/decomposition/), kept."]
+    if only_record:
+        lines += ["", "Provenance: every figure is the committed record (docs/decomposition/; a cell's seeds so far: "
+                      "docs/predictions/), not recomputed by the cache that wrote this."]
+    elif any(c.recorded for c in by_key.values()) or any(f.recorded for f in shown_so_far):
+        lines += ["", "† not in the cache that wrote this: the committed record's value (docs/decomposition/, "
+                      "a cell's seeds so far: docs/predictions/), kept."]
     files_text = ", ".join(f"`{p.name}`" for p in files()[:2])
     lines += ["", f"Cells: `tango run experiments/decomposition/<file>` ({len(files())} files, e.g. {files_text}; "
               "decomposition.libsonnet there says what each encoder and regime is); the random-init, cpu and cpu_relpos "
-              "cells of the cpu, cpu_x2 and paper_tenth regimes fit the 2-core machine, the rest is the GPU campaign's "
-              "(`python benchmarks/gpu/campaign.py finetune --files experiments/decomposition/...`)."]
+              "cells of the cpu, cpu_x2 and paper_tenth regimes fit a 2-core machine, the rest need a GPU "
+              "(`python tools/jobs.py run experiments/decomposition/<file> --budget SECONDS`)."]
     return "\n".join(lines) + "\n"
 
 

@@ -51,7 +51,7 @@ def variant_of(column: str) -> Tuple[Optional[str], Optional[str]]:
 
 def builder_conditions(field: str = "conditions") -> List[str]:
     """The Table 2 conditions the builder accepts (configs/lib.libsonnet `conditions`), or another
-    list of it (``"related_conditions"``: the related biases of issue 18)."""
+    list of it (``"related_conditions"``: the related biases)."""
     from rjsonnet import evaluate_snippet
 
     return json.loads(evaluate_snippet("conditions", f'(import "{(CONFIGS / "lib.libsonnet").as_posix()}").{field}'))
@@ -59,7 +59,7 @@ def builder_conditions(field: str = "conditions") -> List[str]:
 
 
 def related_conditions() -> List[str]:
-    """The related-biases table's conditions (configs/conditions.libsonnet `related`; issue 18)."""
+    """The related-biases table's conditions (configs/conditions.libsonnet `related`)."""
     from rjsonnet import evaluate_file
 
     return json.loads(evaluate_file(str(CONFIGS / "conditions.libsonnet")))["related"]

@@ -1,16 +1,21 @@
 """Write the results report from whatever the Tango workspace cache holds.
 
-    python -m reporting.report [--workspace workspace]   # writes <workspace>/RESULTS.md
-    python -m reporting.report --update-docs             # rewrites the committed docs/RESULTS.md (+ docs/curves/)
+    python -m reporting.report [--workspace workspace]   # writes <workspace>/RESULTS.md, engineering.md, runs.csv
+    python -m reporting.report --update-docs             # rewrites docs/RESULTS.md, docs/engineering.md, docs/runs.csv (+ docs/curves/)
 
-Nothing is trained or recomputed: every figure is read from a cached step result, so the file
-always matches the cache. Sections are empty ("nothing cached yet") until their steps have run.
-With ``--update-docs`` a row of the committed report that this cache lacks is kept, marked †
-(the tables do the same with their cells): a partial cache never erases a result of record.
+Nothing is trained or recomputed: every figure is read from a cached step result, so the files
+always match the cache. RESULTS.md holds what a researcher reads (the paper's question first, then
+the headline findings and the paper's tables); engineering.md the throughput, pace, loader, step
+benchmarks and wall times; runs.csv one row per fine-tuning run. With ``--update-docs`` a row or
+cell of the committed record that this cache lacks is kept, marked † (or named on the table's
+provenance line when every figure of a table is the record's): a partial cache never erases a result
+of record.
 """
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import sys
 from collections import defaultdict
@@ -23,11 +28,13 @@ from tango.step_info import StepInfo
 from benchmarks.records import read_jsonl
 from reporting.cache import unfinished_entries
 from reporting.graphs import FileGraph, experiment_files, load_graphs, scales_of_steps
-from reporting.languages import languages
+from reporting.languages import languages, short_title
 from reporting import tables
 from reporting.tables import REPO, collect_cells, markdown_summary, merge_record, record_cells, related_summary
 
 DOCS_RESULTS = REPO / "docs" / "RESULTS.md"
+ENGINEERING = "engineering.md"  # beside the report, as runs.csv is
+RUNS_CSV = "runs.csv"
 
 # UDPipe 1 on Wolof-WTB, measured on the 2-core machine (DEVELOPERS.md): the bar to beat.
 UDPIPE_WOLOF_LAS = 70.15
@@ -219,7 +226,7 @@ def pretraining_section(workspace: Workspace) -> str:
 
 BENCHMARK_JSON = Path("docs/benchmarks/pretrain_step.json")
 GPU_BENCHMARK_JSON = Path("docs/benchmarks/gpu_pretrain_step.json")
-GPU_BENCHMARK_COMMAND = "python benchmarks/gpu/campaign.py levers $OUT (on a GPU machine; README, GPU campaign), its record copied to {path}"
+GPU_BENCHMARK_COMMAND = "python benchmarks/bench_pretrain_step.py --device cuda --json {path} (on a GPU machine)"
 
 
 def benchmark_section(path: Path = BENCHMARK_JSON, command: str = "python benchmarks/bench_pretrain_step.py --json {path}") -> str:
@@ -251,7 +258,7 @@ def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
     """The paper-scale pretraining loop's pace on a GPU (benchmarks/gpu/pace.py), a row per record:
     the figures the speed bars are about, each condition's projected run against µB-M's fastest."""
     if not path.exists():
-        return f"_not recorded: run `python benchmarks/gpu/pace.py experiments/paper/wolof_m.jsonnet --steps 3000 --window 500 --json {path}` on a GPU machine (README)_\n"
+        return f"_not recorded: run `python benchmarks/gpu/pace.py experiments/paper/wolof_m.jsonnet --steps 3000 --window 500 --json {path}` on a GPU machine_\n"
     records = read_jsonl(path)
     fastest_m = min((r["full_run_minutes"] for r in records if r["condition"] == "M"), default=None)
     rows = [(r["condition"], r.get("gpu") or r["device"], _levers_text(r["levers"]), r["loader_workers"], r["steps"],
@@ -260,8 +267,8 @@ def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
             for r in records]
     head = (f"Each record runs a file's own pretraining loop ({records[0]['batch_size']} rows a step) for its steps and "
             "projects the full run from the median pace of the windows after the first (compiles and loader start-up excluded). "
-            "Bars (issue 14): µB-M ≤ 5 min; µB-MXPT-SLA ≤ 1.3× µB-M. `python benchmarks/gpu/pace.py FILE --steps 3000 --window 500` "
-            f"(`--without-compile`: eager), records appended to `{path}`.\n\n")
+            "Bars: µB-M ≤ 5 min; µB-MXPT-SLA ≤ 1.3× µB-M. `python benchmarks/gpu/pace.py FILE --json OUT` on a GPU machine "
+            f"(`--without-compile` for the eager loop), records appended to `{path}`.\n\n")
     return head + markdown_table(["condition", "device", "levers", "loader workers", "steps", "steps/s", "full run (min)",
                                   "× µB-M's fastest", "note"], rows)
 
@@ -295,7 +302,7 @@ def gpu_finetune_section(path: Path = GPU_FINETUNE_JSONL) -> str:
     the training and dev-evaluation shares, and how many fine-tunes shared the GPU."""
     if not path.exists():
         return (f"_not recorded: run `python benchmarks/gpu/finetune_epochs.py LOGS --processes N --label REGIME --json {path}` "
-                "on a device call's fine-tuning logs_\n")
+                "on a GPU machine's fine-tuning logs_\n")
     records = read_jsonl(path)
     rows = [(r["task"], r["label"], r.get("gpu") or "—", r["processes_side_by_side"], r["runs"], r["epochs_timed"], r["epoch_seconds"],
              f"{r['dev_seconds']:.2f}" + (" (epoch 0)" if r["dev_from_epoch_0"] else "") if r["dev_seconds"] is not None else "—",
@@ -340,37 +347,125 @@ SECOND_CONDITION_JSON = Path("docs/benchmarks/second_condition.json")
 
 
 PAPER_TABLES_JSON = Path(__file__).resolve().parent.parent / "configs" / "paper_tables.json"
-PAPER_COMPARISON = ("The paper's Table 2 figures are probably dev scores: the reference evaluation config points its "
-                    "\"test\" file at the dev split (SPEC §H), so the paper column is best read beside our dev LAS; "
-                    "our tables show test.")
+PAPER_COMPARISON = ("The paper's Table 2 figures are probably dev scores: the reference evaluation config "
+                    "(embur/configs/parser_eval.jsonnet) points its \"test\" file at the dev split, so the paper column "
+                    "is best read beside our dev LAS; our tables show test.")
 
 
 def paper_comparison_note() -> str:
     """What the paper's Table 2 column compares with: configs/paper_tables.json's
     `compares_with_note` where recorded (its `compares_with` is the split alone), else the reading
-    of SPEC §H."""
+    of the reference evaluation config."""
     table2 = json.loads(PAPER_TABLES_JSON.read_text()).get("table2", {})
     note = table2.get("compares_with_note")
     return (note[0].upper() + note[1:] + ".") if note else PAPER_COMPARISON
 
 
-def finetune_section(workspace: Workspace) -> str:
-    """Every cached score_cell: one fine-tuning run of one encoder on one task and seed, with the
-    official CoNLL 2018 LAS where the run is a UD parser."""
+RUN_FIELDS = ["scale", "table", "row", "column", "seed", "metric", "dev", "test", "official_las_test", "finetune_minutes",
+              "device", "source", "cell_record"]
+RUN_KEY = ("scale", "table", "row", "column", "seed")
+
+
+def finetune_runs(workspace: Workspace) -> List[Dict[str, str]]:
+    """Every cached score_cell as a runs.csv row: one fine-tuning run of one encoder on one task and
+    seed, with the official CoNLL 2018 LAS (punctuation included) where the run is a UD parser."""
+    number = lambda value, digits=2: "" if value is None else f"{value:.{digits}f}"  # noqa: E731
     rows = []
     for info in completed_steps(workspace, "ScoreCell"):
         score = workspace.step_cache[info]  # not step_result(): that goes through runs, which may have been pruned
         seconds = score.get("train_seconds")
         metrics = finetune_metrics(workspace, info) or {}
-        official = (metrics.get("udeval") or {}).get("LAS")
-        rows.append((score["scale"], score["table"], score["row"], score["column"], score["seed"], score["metric"],
-                     score["dev"], score["test"], official, None if seconds is None else seconds / 60, metrics.get("device")))
-    rows.sort(key=lambda r: tuple(str(x) for x in r[:5]))
-    note = ("dev and test: the table metric (UD parsing: LAS without gold PUNCT/SYM); official LAS: the CoNLL 2018 "
-            "shared-task scorer on test (`udeval.LAS` of the run's metrics.json, punctuation included). "
-            + paper_comparison_note() + "\n\n")
-    return note + markdown_table(["scale", "table", "row", "column", "seed", "metric", "dev", "test", "official LAS (test)",
-                                  "fine-tune min", "device"], rows)
+        rows.append({"scale": score["scale"], "table": score["table"], "row": score["row"], "column": score["column"],
+                     "seed": str(score["seed"]), "metric": score["metric"], "dev": number(score["dev"]),
+                     "test": number(score["test"]), "official_las_test": number((metrics.get("udeval") or {}).get("LAS")),
+                     "finetune_minutes": number(None if seconds is None else seconds / 60),
+                     "device": metrics.get("device") or "", "source": "cache"})
+    return rows
+
+
+def recorded_runs(runs_csv: Optional[Path], recorded_report: Optional[str]) -> List[Dict[str, str]]:
+    """The committed runs: ``runs_csv`` where it exists, else the runs table of a committed report
+    that still held one (section "Fine-tuning runs (one per task, encoder and seed)")."""
+    if runs_csv is not None and runs_csv.exists():
+        return [dict(line, source="record") for line in csv.DictReader(runs_csv.open(encoding="utf-8"))]
+    section = report_sections(recorded_report or "").get("Fine-tuning runs (one per task, encoder and seed)", "")
+    lines = section.splitlines()
+    table = _first_table(lines)
+    if table is None:
+        return []
+    header = ["scale", "table", "row", "column", "seed", "metric", "dev", "test", "official_las_test", "finetune_minutes", "device"]
+    rows = []
+    for line in lines[table[0] + 2:table[1]]:
+        row = dict(zip(header, (_unkept(cell) for cell in _cells(line))))
+        rows.append({key: ("" if value == "—" else value) for key, value in row.items()} | {"source": "record"})
+    return rows
+
+
+def cell_records(cells) -> Dict[Tuple[str, str, str, str], Dict[int, float]]:
+    """{(scale, table, row, column): {seed: test}} of every cell of record: the paper tables' and the
+    decomposition grid's (whose scale is the fine-tuning regime, its row the encoder)."""
+    from reporting import decomposition
+
+    found = {}
+    for cell in list(cells) + record_cells(decomposition.DOCS, pattern=f"{decomposition.RECORD}.csv"):
+        values = (cell.result or {}).get("test", {}).get("values")
+        if values and len(values) == len(cell.result["seeds"]):
+            found[(cell.scale, cell.table, cell.row, cell.column)] = dict(zip(cell.result["seeds"], values))
+    return found
+
+
+def cell_record_text(run: Dict[str, str], records: Dict[Tuple[str, str, str, str], Dict[int, float]]) -> str:
+    """Whether a run's test figure is the one its cell's record holds: "yes", or why not (another run
+    of the same cell, e.g. in another machine's cache, which the record does not use)."""
+    seeds = records.get((run["scale"], run["table"], run["row"], run["column"]))
+    if seeds is None or not run.get("test"):
+        return ""
+    seed = int(run["seed"])
+    if seed not in seeds:
+        return f"no: not one of the record's seeds ({' '.join(map(str, sorted(seeds)))})"
+    if abs(seeds[seed] - float(run["test"])) < 0.006:
+        return "yes"
+    return f"no: another run; the record's seed {seed} reads {seeds[seed]:.2f}"
+
+
+def merged_runs(cached: List[Dict[str, str]], recorded: List[Dict[str, str]], cells) -> List[Dict[str, str]]:
+    """This cache's runs and the record's runs this cache lacks (by scale, table, row, column and
+    seed), each with whether its cell's record holds its figure."""
+    names = {tuple(run[k] for k in RUN_KEY) for run in cached}
+    runs = cached + [run for run in recorded if tuple(run.get(k, "") for k in RUN_KEY) not in names]
+    records = cell_records(cells)
+    runs = [dict(run, cell_record=cell_record_text(run, records)) for run in runs]
+    return sorted(runs, key=lambda run: (run["scale"], run["table"], run["row"], run["column"], int(run["seed"] or 0)))
+
+
+def runs_csv_text(runs: List[Dict[str, str]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=RUN_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(runs)
+    return out.getvalue()
+
+
+def runs_section(runs: List[Dict[str, str]]) -> str:
+    """What RESULTS.md says of runs.csv: its link, its columns, and every run whose figure is not its
+    cell's record, so that no two figures for one cell stand without a word."""
+    others = [run for run in runs if run.get("cell_record", "").startswith("no")]
+    text = (f"[`{RUNS_CSV}`]({RUNS_CSV}): {len(runs)} fine-tuning runs, one row per task, encoder and seed "
+            "(dev and test: the table metric, UD parsing LAS without gold PUNCT/SYM; official_las_test: the CoNLL 2018 "
+            "scorer, punctuation included; source: this cache or the committed record; cell_record: whether the "
+            "cell's record holds this run's figure).\n")
+    if not others:
+        return text
+    groups: Dict[Tuple[str, str, str, str, str], List[str]] = defaultdict(list)
+    for run in others:
+        why = "another run of the cell" if "another run" in run["cell_record"] else "a seed the record does not use"
+        groups[(run["scale"], run["table"], run["row"], run["column"], why)].append(run["seed"])
+    listed = "; ".join(f"{table} {row} {column} ({scale}) seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}: {why}"
+                       for (scale, table, row, column, why), seeds in sorted(groups.items()))
+    return text + (f"\n{len(others)} of these runs are not their cell's record: earlier or parallel runs of the same cell "
+                   "in another cache (another machine, or a pretraining from before the tokenizer's vocabulary was "
+                   "deterministic, steps/data/vocab.py), superseded by the cell's record, which comes from one cache "
+                   f"per cell: {listed}.\n")
 
 
 def finetune_metrics(workspace: Workspace, score_info: StepInfo) -> Optional[Dict]:
@@ -382,26 +477,6 @@ def finetune_metrics(workspace: Workspace, score_info: StepInfo) -> Optional[Dic
             if metrics.exists():
                 return json.loads(metrics.read_text())
     return None
-
-
-def seed_noise_section(workspace_dir: Path, graphs: Sequence[FileGraph]) -> str:
-    """Cells fine-tuned with several seeds by the files in experiments/seeds (mean ± sd over seeds),
-    kept out of experiments/ so that the paper tables keep their one-seed cells."""
-    from steps.evaluate.scoring import format_mean_sd
-
-    files = experiment_files(("experiments/seeds", "experiments/paper", "experiments/decomposition", "experiments/long_pretraining"))
-    cells, _ = collect_cells(files, workspace_dir, graphs)
-    rows = []
-    for cell in sorted((c for c in cells if c.result), key=lambda c: (c.table, c.column, c.row)):
-        test, dev = cell.result["test"], cell.result["dev"]
-        rows.append((cell.table, cell.row, cell.column, cell.scale, len(test["values"]),
-                     ", ".join(f"{seed}: {value:.2f}" for seed, value in zip(cell.result["seeds"], test["values"])),
-                     format_mean_sd(test["mean"], test["sd"], len(test["values"])),
-                     format_mean_sd(dev["mean"], dev["sd"], len(dev["values"]))))
-    note = ("One encoder fine-tuned with several seeds (`tango run experiments/seeds/<file>`): how far "
-            "one seed's test figure can move. Mean ± sample sd. A row ending in -long is the cpu cell with its µBERT "
-            "pretrained on 27x the rows, on a GPU (`experiments/long_pretraining/`).\n\n")
-    return note + markdown_table(["table", "row", "column", "scale", "seeds", "test per seed", "test", "dev"], rows)
 
 
 def decomposition_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path] = None,
@@ -438,9 +513,9 @@ def tables_section(cells, problems) -> str:
     note = (f"Built from {len(files)} experiment files (experiments/, with experiments/seeds/ and the paper-scale files of "
             f"experiments/paper/, whose scale is gpu-<the task's fine-tuning regime>: a cell shows its cached "
             f"result with the most seeds) by `python -m reporting.tables` (full tables, LaTeX, CSV "
-            f"and Δ-vs-µB-M plots in `docs/tables/`); ours first, the paper's value beside it. Under each table: "
-            f"each condition's difference from µB-M, mean ± 95 % t-interval over the seeds both were fine-tuned with "
-            f"(paired by seed). Table 2: {paper_comparison_note()}\n\n")
+            f"and Δ-vs-µB-M plots in `docs/tables/`); ours (mean ± sd over seeds) first, the paper's value beside it. "
+            f"Under each table: each condition's difference from µB-M, Δ ± 95% CI over the seeds both were fine-tuned "
+            f"with (paired by seed). Table 2: {paper_comparison_note()}\n\n")
     if problems:
         note += f"{len(problems)} experiment files could not be built here (e.g. missing data); see the command's output.\n\n"
     return note + body
@@ -452,7 +527,7 @@ def related_section(cells) -> str:
             "`experiments/related/` (`python -m reporting.tables`: `docs/tables/<scale>/related.md`, `mlm_accuracy.md` "
             "and their CSVs; `benchmarks/related_campaign.py` runs the cells and records each file's wall time in "
             "`docs/benchmarks/related_campaign.jsonl`).\n\n")
-    return note + (related_summary(cells) or NOTHING)
+    return note + (related_summary(cells) or NOTHING) + related_conflicts(cells)
 
 
 def tg_section(cells) -> str:
@@ -489,8 +564,8 @@ def corpus_parser_las(workspace: Workspace, recorded: Optional[str] = None) -> D
 
 def parser_against_encoder_section(cells, parser_las: Dict[str, float]) -> str:
     """Per language, the corpus parser that made the pretraining parse against the µBERT parsers
-    fine-tuned at cpu scale, on the same test split and metric (issue 14: a fine-tuned µB-M below
-    a 15-minute BiLSTM parser of the same data points at the encoder or its fine-tuning regime)."""
+    fine-tuned at cpu scale, on the same test split and metric (a fine-tuned µB-M below a
+    15-minute BiLSTM parser of the same data points at the encoder or its fine-tuning regime)."""
     from steps.evaluate.scoring import format_mean_sd
 
     paper = tables.paper_values(json.loads(tables.PAPER_TABLES.read_text()), "table2")[2]
@@ -505,13 +580,17 @@ def parser_against_encoder_section(cells, parser_las: Dict[str, float]) -> str:
                      paper.get("M", {}).get(language) or "—"))
     if not rows:
         return NOTHING
+    marks, provenance_line = tables.provenance([row[i] for row in rows for i in (2, 4)])
+    if not marks:
+        rows = [tuple(tables.unmarked(cell) if isinstance(cell, str) else cell for cell in row) for row in rows]
     note = ("Test LAS, PUNCT/SYM excluded, subtypes kept, on the UD test split. The corpus parser (Stanza, cpu scale, "
             "its own predicted UPOS) made the parse that the syntactic conditions pretrain on; the µBERT parsers are "
-            "fine-tuned at cpu scale (mean ± sd over seeds, † the committed record's). Both learn from the same UD "
+            "fine-tuned at cpu scale (mean ± sd over seeds). Both learn from the same UD "
             "train split and the same unlabeled corpus (Stanza through word vectors trained on it, µBERT through "
             "pretraining): where µB-M is below the corpus parser, the µBERT encoder or its fine-tuning regime, not "
             "the data, holds the cell back.\n\n")
-    return note + markdown_table(["language", "corpus parser", "µB-M", "µB-M − corpus parser", "random-init", "paper µB-M"], rows)
+    return note + markdown_table(["language", "corpus parser", "µB-M (± sd)", "µB-M − corpus parser", "random-init (± sd)",
+                                  "paper µB-M"], rows) + (f"\n{provenance_line}\n" if provenance_line else "")
 
 
 def timing_section() -> str:
@@ -542,44 +621,300 @@ def curves_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir:
     return curves_markdown(draw_curves(list_entries(workspace_dir, graphs), curves_dir, keep_recorded), report_dir)
 
 
+QUESTION_TABLES = (("table2", "UD LAS"), ("table3", "NER F1"))
+NOT_A_BIAS = ("M", "mBERT", "mBERT-VA")  # the baseline and the paper's multilingual rows
+
+
+def _seeds_text(seeds: Sequence[int]) -> str:
+    seeds = sorted(seeds)
+    if not seeds:
+        return "none shared"
+    runs = len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1))
+    return f"{seeds[0]}–{seeds[-1]}" if runs else ", ".join(map(str, seeds))
+
+
+def regime_text(scale: str) -> str:
+    """What a table scale means for its cells: the pretraining and the fine-tuning regime."""
+    if scale.startswith("gpu-"):
+        return (f"µBERT pretrained at the paper's scale on a GPU (experiments/paper/), fine-tuned under "
+                f"the `{scale[4:]}` regime (configs/scales.libsonnet)")
+    return (f"µBERT pretrained at `{scale}` scale (configs/scales.libsonnet), fine-tuned under that scale's regime "
+            "(experiments/, experiments/seeds/)")
+
+
+def question_deltas(cells, scale: str):
+    """{(language, condition): {table: (Difference, shared seeds, the paper's Δ, from the record)}} of
+    one scale: each syntactic-bias condition − µB-M, paired by seed, beside the paper's difference."""
+    from reporting.significance import paired_difference
+
+    paper = json.loads(tables.PAPER_TABLES.read_text())
+    by_key = {(c.table, c.row, c.column): c for c in cells if c.scale == scale and c.result}
+    found: Dict[Tuple[str, str], Dict[str, tuple]] = defaultdict(dict)
+    for table, _ in QUESTION_TABLES:
+        columns, order, paper_rows = tables.paper_values(paper, table)
+        for (cell_table, row, column), cell in by_key.items():
+            m = by_key.get((table, "M", column))
+            if cell_table != table or row in NOT_A_BIAS or m is None or not tables._is_condition(row):
+                continue
+            difference = paired_difference(cell.result, m.result)
+            shared = sorted(set(cell.result["seeds"]) & set(m.result["seeds"]))
+            ours, base = paper_rows.get(row, {}).get(column), paper_rows.get("M", {}).get(column)
+            published = None if ours is None or base is None else ours - base
+            found[(column, row)][table] = (difference, shared, published, cell.recorded or m.recorded)
+    language_order = {c: i for i, c in enumerate(tables.paper_values(paper, "table2")[0])}
+    return dict(sorted(found.items(), key=lambda item: (language_order.get(item[0][0], 99), item[0][0], item[0][1])))
+
+
+def _delta_text(difference) -> str:
+    if difference.mean is None:
+        return difference.note or "—"
+    return f"{difference.mean:+.2f}" + (f" ± {difference.half_width:.2f}" if difference.half_width is not None else " (1 seed)")
+
+
+def verdict(deltas) -> str:
+    """One sentence from the figures: which intervals exclude 0, and where the paper's Δ falls."""
+    with_interval = [(language, row, label, d, published)
+                     for (language, row), by_table in deltas.items() for table, label in QUESTION_TABLES
+                     for d, _, published, _ in [by_table.get(table, (None,) * 4)] if d is not None and d.half_width is not None]
+    name = lambda language, row, label: f"µB-{row} {short_title(language)} {label}"  # noqa: E731
+    above = [f"{name(l, r, t)} {d.mean:+.2f} ± {d.half_width:.2f}" for l, r, t, d, _ in with_interval if d.mean - d.half_width > 0]
+    below = [f"{name(l, r, t)} {d.mean:+.2f} ± {d.half_width:.2f}" for l, r, t, d, _ in with_interval if d.mean + d.half_width < 0]
+    inside = sum(1 for *_, d, p in with_interval if p is not None and abs(p - d.mean) <= d.half_width)
+    compared = sum(1 for *_, p in with_interval if p is not None)
+    if not with_interval:
+        return "No difference here has more than one shared seed, so none has an interval."
+    if not above and not below:
+        head = f"No condition's interval excludes 0 ({len(with_interval)} differences)."
+    else:
+        head = (f"Of {len(with_interval)} differences, {len(above)} lie above 0"
+                + (f" ({'; '.join(above)})" if above else "") + f" and {len(below)} below 0"
+                + (f" ({'; '.join(below)})" if below else "") + f"; the other {len(with_interval) - len(above) - len(below)} include 0.")
+    return head + (f" The paper's Δ lies inside our interval in {inside} of {compared}." if compared else "")
+
+
+def question_section(cells) -> str:
+    """The paper's question first: does a syntactic inductive bias help? Per scale with the cells,
+    each bias condition − µB-M (UD LAS, NER F1) with its paired 95 % interval, the paper's Δ beside it,
+    the seeds and regime behind each figure, and a verdict read from the figures."""
+    scales = sorted({c.scale for c in cells if c.table in dict(QUESTION_TABLES) and c.result},
+                    key=lambda scale: (scale != "cpu", scale))
+    parts = ["Each syntactic-inductive-bias condition's difference from µB-M on the same language, paired by the "
+             "fine-tuning seeds both cells share: Δ ± 95% CI (Student's t over the per-seed differences, "
+             "reporting/significance.py). The paper's Δ is its own figure for the condition minus its µB-M "
+             "(configs/paper_tables.json, the paper's Tables 2 and 3), which has no interval. The paper's answer "
+             "(its abstract): the methods \"produce uneven results in low-resource settings, and provide surprisingly "
+             "little benefit in most cases\".\n"]
+    without = []
+    for scale in scales:
+        deltas = question_deltas(cells, scale)
+        if not deltas:
+            without.append(scale)
+            continue
+        recorded = any(by_table[t][3] for by_table in deltas.values() for t in by_table)
+        header = ["language", "condition"] + [x for _, label in QUESTION_TABLES for x in (f"{label} Δ ± 95% CI", "paper Δ", "seeds")]
+        rows = []
+        for (language, row), by_table in deltas.items():
+            line = [short_title(language), f"µB-{row}"]
+            for table, _ in QUESTION_TABLES:
+                difference, shared, published, _ = by_table.get(table, (None, [], None, False))
+                line += ["—", "—", "—"] if difference is None else [
+                    _delta_text(difference), "—" if published is None else f"{published:+.2f}", _seeds_text(shared)]
+            rows.append(line)
+        parts.append(f"### Scale `{scale}`\n\n{regime_text(scale)}."
+                     + (" Provenance: the committed record (docs/tables/) wherever this cache lacks a cell." if recorded
+                        else " Provenance: every figure is from the cache that wrote this.")
+                     + (f"\n\n{undertrained_note(cells)}" if scale == "cpu" else "")
+                     + "\n\n" + markdown_table(header, rows) + f"\n**Verdict ({scale}):** {verdict(deltas)}\n")
+    if without:
+        parts.append(f"No syntactic-bias condition has cells yet at {', '.join(f'`{s}`' for s in without)} "
+                     "(µB-M and random-init only): those scales answer the question once such a condition is run.\n")
+    if not scales:
+        parts.append(NOTHING)
+    return "\n".join(parts)
+
+
+def undertrained_note(cells) -> str:
+    """The cpu tables' one-line caveat, with the figure that shows it (the record's MLM accuracy)."""
+    by_key = {(c.row, c.column): c for c in cells if c.table == "mlm:accuracy" and c.scale == "cpu" and c.result}
+    for (row, language), cell in sorted(by_key.items()):
+        trigram = by_key.get(("trigram-LM", language))
+        if row == "M" and trigram is not None:
+            return (f"_cpu scale: undertrained demonstrations, not the paper's models: µB-M guesses {cell.mean:.2f} % of "
+                    f"masked {short_title(language)} dev tokens, a trigram LM {trigram.mean:.2f} % (MLM accuracy table)._")
+    return "_cpu scale: undertrained demonstrations (a few thousand pretraining steps on 10,000 sentences), not the paper's models._"
+
+
+def with_cpu_notes(text: str, note: str) -> str:
+    """``text`` with ``note`` under the heading of every cpu-scale table."""
+    lines = []
+    for line in text.split("\n"):
+        lines.append(line)
+        if line.startswith("### ") and line.rstrip().endswith("— cpu scale"):
+            lines += ["", note]
+    return "\n".join(lines)
+
+
+def _mean(values) -> Optional[float]:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def headline_section(cells, grid, so_far) -> str:
+    """The headline findings, each a short paragraph built from the figures: how close the tables come
+    to the paper and why, and where the Wolof gap went (the decomposition grid)."""
+    from reporting import decomposition
+
+    paper = json.loads(tables.PAPER_TABLES.read_text())
+    parts = []
+    closeness = []
+    for table, label in QUESTION_TABLES:
+        columns, _, paper_rows = tables.paper_values(paper, table)
+        languages = [c for c in columns if c != "avg"]
+        by_key = {c.column: c for c in cells if c.table == table and c.scale == "cpu" and c.row == "M" and c.result}
+        if all(language in by_key for language in languages):
+            ours = _mean(by_key[language].mean for language in languages)
+            published = _mean(paper_rows.get("M", {}).get(language) for language in languages)
+            closeness.append(f"µB-M's {label} averages {ours:.2f} over the paper's {len(languages)} languages against the "
+                             f"paper's {published:.2f} ({ours - published:+.2f})")
+    paper_scale = sorted((c for c in cells if c.table == "table2" and c.scale.startswith("gpu-") and c.row == "M" and c.result),
+                         key=lambda c: (c.column, c.scale))
+    text = "**How close we are.** "
+    if closeness:
+        text += "At cpu scale " + "; ".join(closeness) + ". "
+    m_mlm = {(c.row, c.column): c.mean for c in cells if c.table == "mlm:accuracy" and c.scale == "cpu" and c.result}
+    if ("M", "wolof") in m_mlm and ("trigram-LM", "wolof") in m_mlm:
+        text += (f"Those encoders are undertrained: µB-M predicts {m_mlm[('M', 'wolof')]:.2f} % of masked Wolof tokens, "
+                 f"a trigram LM {m_mlm[('trigram-LM', 'wolof')]:.2f} %. ")
+    for cell in paper_scale:
+        language, published = cell.column, paper["table2"]["rows"]["M"].get(cell.column)
+        text += (f"Pretrained at the paper's scale and fine-tuned under the `{cell.scale[4:]}` "
+                 f"regime, {short_title(language)} µB-M reaches {cell.mean:.2f} test LAS ({cell.result['n']} seeds) against the "
+                 f"paper's {published:.2f}. ")
+    note = paper_comparison_note()
+    text += "The paper's column of Table 2, read against ours: " + (note[len("Dev: "):] if note.startswith("Dev: ") else note)
+    parts.append(text)
+
+    by_key = decomposition._by_key(grid)
+    factors = [row for row in decomposition.factor_rows(grid) if row[0] == "UD" and row[2] in ("regime cpu", "encoder paper")]
+    if factors:
+        base, best = by_key.get(("decomposition:ud", "cpu", "cpu")), None
+        for (table, encoder, regime), cell in by_key.items():
+            if table == "decomposition:ud" and (best is None or cell.mean > best[1].mean):
+                best = ((encoder, regime), cell)
+        text = ("**Where the Wolof gap went** (UD test LAS; the decomposition grid below, each factor paired by seed, "
+                "Δ ± 95% CI): " + "; ".join(f"{what.split(' (')[0]} ({where}) {delta.replace(' †', '')}" for _, what, where, delta, _ in factors) + ". ")
+        if base is not None and best is not None:
+            gap = decomposition.PAPER["decomposition:ud"]
+            text += (f"From the cpu encoder under the cpu regime ({base.mean:.2f}) to the `{best[0][0]}` encoder under the "
+                     f"`{best[0][1]}` regime ({best[1].mean:.2f}, the grid's best), {best[1].mean - base.mean:+.2f} of the "
+                     f"{gap - base.mean:.2f} points to the paper's {gap:.2f}; {gap - best[1].mean:.2f} remain. ")
+        for (table, encoder, regime), finished in sorted((so_far or {}).items()):
+            if table == "decomposition:ud" and finished.seeds:
+                test = _mean(t for t, _ in finished.seeds)
+                text += (f"The `{regime}` regime with the `{encoder}` encoder, {len(finished.seeds)} seed"
+                         f"{'s' if len(finished.seeds) > 1 else ''} finished so far: {test:.2f}. ")
+        parts.append(text.rstrip())
+    return "\n\n".join(parts) + "\n"
+
+
+def related_conflicts(cells) -> str:
+    """A word wherever the related table's µB-M (or random-init) and Table 2/3's are different runs of
+    the same cell: each table pairs its conditions with its own baseline, so both stay, named."""
+    lines = []
+    for related, paper_table, label in (("related:ud", "table2", "UD LAS"), ("related:ner", "table3", "NER F1")):
+        for row in ("M", "random-init"):
+            for cell in cells:
+                if (cell.table, cell.row) != (related, row) or not cell.result:
+                    continue
+                other = next((c for c in cells if (c.table, c.scale, c.row, c.column) == (paper_table, cell.scale, row, cell.column)
+                              and c.result), None)
+                if other is None or abs(other.mean - cell.mean) < 0.005:
+                    continue
+                lines.append(f"{_title(row)} {short_title(cell.column)} {label}: {cell.mean:.2f} in the related table (seeds "
+                             f"{_seeds_text(cell.result['seeds'])}), {other.mean:.2f} in {paper_table.replace('table', 'Table ')} "
+                             f"(seeds {_seeds_text(other.result['seeds'])})")
+    if not lines:
+        return ""
+    return ("\nTwo records of one cell, both kept: " + "; ".join(lines) + ". The related conditions were pretrained and "
+            "fine-tuned in their own cache (benchmarks/related_campaign.py), with their own µB-M and random-init, so each "
+            "table's Δs pair its conditions with its own baseline; the two baselines are separate pretrainings and "
+            "fine-tunings of the same configuration (runs.csv names the runs).\n")
+
+
+def _title(row: str) -> str:
+    return f"µB-{row}" if row == "M" else row
+
+
 def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), keep_record: bool = False,
-                 curves_dir: Optional[Path] = None, report_dir: Optional[Path] = None, recorded: Optional[str] = None) -> str:
-    """The report's Markdown; with ``curves_dir``, the training curves are drawn there and linked
-    relative to ``report_dir`` (the report's folder). ``recorded``: the committed report, whose
-    corpus-parser rows stand in for the languages this cache has none for (with ``keep_record``)."""
+                 curves_dir: Optional[Path] = None, report_dir: Optional[Path] = None, recorded: Optional[str] = None,
+                 recorded_runs_csv: Optional[Path] = None) -> Dict[str, str]:
+    """{"RESULTS.md": …, "engineering.md": …, "runs.csv": …}; with ``curves_dir``, the training curves
+    are drawn there and linked relative to ``report_dir`` (the report's folder). ``recorded``: the
+    committed reports (RESULTS.md and engineering.md), whose corpus-parser rows stand in for the
+    languages this cache has none for, and ``recorded_runs_csv`` the committed runs (with ``keep_record``)."""
+    from reporting import decomposition
+
     graphs = load_graphs(experiment_files(), workspace_dir)  # every file under experiments/, each built once
     cells, problems = table_cells(workspace_dir, graphs, keep_record)
-    sections: List[Tuple[str, str]] = [
+    runs = merged_runs(finetune_runs(workspace), recorded_runs(recorded_runs_csv, recorded) if keep_record else [], cells)
+    grid_runs = decomposition.finetune_runs(workspace_dir, graphs)
+    grid, _ = decomposition.decomposition_cells(workspace_dir, graphs, runs=grid_runs)
+    so_far = decomposition.seeds_so_far(grid_runs, grid, decomposition.recorded_runs())
+    cpu_note = undertrained_note(cells)
+    results: List[Tuple[str, str]] = [
+        ("The paper's question", question_section(cells)),
+        ("Headline findings", headline_section(cells, grid, so_far)),
+        ("Paper tables", with_cpu_notes(tables_section(cells, problems), cpu_note)),
+        ("Related biases", with_cpu_notes(related_section(cells), cpu_note)),
+        ("Transformer Grammars", with_cpu_notes(tg_section(cells), cpu_note)),
+        ("Where the Wolof gap is", decomposition_section(workspace_dir, graphs, curves_dir, report_dir, keep_record)),
+        ("Corpus parser against the fine-tuned µBERT parsers (cpu scale)",
+         f"{cpu_note}\n\n" + parser_against_encoder_section(cells, corpus_parser_las(workspace, recorded if keep_record else None))),
+        ("Fine-tuning runs", runs_section(runs)),
         ("Unlabeled corpora (paper Table 1)", corpus_section(workspace, scales_of_steps(graphs))),
         ("Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)", parser_section(workspace)),
-        ("Corpus parser choices, one at a time", ablation_section()),
-        ("Corpus parse throughput", throughput_section(workspace)),
         ("Pretraining", pretraining_section(workspace)),
         ("Training curves", curves_section(workspace_dir, graphs, curves_dir, report_dir or Path(workspace_dir), keep_record)),
+    ]
+    engineering: List[Tuple[str, str]] = [
+        ("Corpus parser choices, one at a time", ablation_section()),
+        ("Corpus parse throughput", throughput_section(workspace)),
         ("Pretraining settings, one at a time", pretrain_ablation_section()),
         ("Pretraining step benchmark", benchmark_section()),
-        ("Pretraining step on a GPU, with its speed levers (issue 14)", benchmark_section(GPU_BENCHMARK_JSON, GPU_BENCHMARK_COMMAND)),
-        ("Paper-scale pretraining pace on a GPU (issue 14 speed bars)", gpu_pace_section()),
-        ("Pretraining loader: the slowest batch of an epoch (issue 14's MXPT-SLA stall)", loader_epoch_section()),
-        ("Fine-tuning epochs on a GPU (issue 14: whether the paper regime fits a lending)", gpu_finetune_section()),
+        ("Pretraining step on a GPU, with its speed levers", benchmark_section(GPU_BENCHMARK_JSON, GPU_BENCHMARK_COMMAND)),
+        ("Paper-scale pretraining pace on a GPU", gpu_pace_section()),
+        ("Pretraining loader: the slowest batch of an epoch", loader_epoch_section()),
+        ("Fine-tuning epochs on a GPU", gpu_finetune_section()),
         ("Fine-tuning step benchmark", finetune_benchmark_section()),
         ("README main command: wall time", timing_section()),
-        ("Fine-tuning runs (one per task, encoder and seed)", finetune_section(workspace)),
-        ("Seed noise", seed_noise_section(workspace_dir, graphs)),
-        ("Where the Wolof gap is (issue 14)", decomposition_section(workspace_dir, graphs, curves_dir, report_dir, keep_record)),
         ("Runs in progress", in_progress_section(unfinished_entries(workspace_dir, graphs))),
-        ("Corpus parser against the fine-tuned µBERT parsers (cpu scale)",
-         parser_against_encoder_section(cells, corpus_parser_las(workspace, recorded if keep_record else None))),
-        ("Paper tables from the cache", tables_section(cells, problems)),
-        ("Related biases (issue 18)", related_section(cells)),
-        ("Transformer Grammars (issue 19)", tg_section(cells)),
     ]
-    text = ["# Results\n",
-            "Generated by `python -m reporting.report` from the Tango workspace cache; do not edit by hand.\n",
-            "Commands that fill the cache are listed in the README (e.g. `tango run experiments/wolof_data.jsonnet`).\n"]
-    for title, body in sections:
-        text.append(f"\n## {title}\n\n{body}")
-    return "".join(text)
+    intro = ["# Results\n",
+             "Gessler and Schneider, *Syntactic Inductive Bias in Transformer Language Models: Especially Helpful for "
+             "Low-Resource Languages?*: whether pretraining a MicroBERT (µB) with XPOS tagging (X), SynCLM's phrase (P) and "
+             "tree (T) contrastive losses and syntax-aware local attention (SLA) beside its masked LM (M) helps "
+             "low-resource languages' UD parsing, NER and PrOnto tasks over the plain "
+             "masked-LM µB-M, reproduced here at reduced (`cpu`) and paper-like (`gpu-…`) scales. The paper's question "
+             "comes first, then the headline findings and the paper's tables; the decomposition of the Wolof gap, "
+             "the corpora, parsers and pretraining runs follow. \"± sd\": the sample standard deviation over "
+             "fine-tuning seeds; \"± 95% CI\": a paired t-interval over shared seeds. Provenance: each table says "
+             "whether its figures come from the cache that wrote this report or from the committed record (docs/tables/, "
+             "docs/decomposition/, docs/predictions/); † marks a record figure only in a table that mixes both. "
+             f"Engineering figures (throughput, pace, loader, step benchmarks, wall times) are in [{ENGINEERING}]({ENGINEERING}); "
+             f"every fine-tuning run is a row of [{RUNS_CSV}]({RUNS_CSV}). Generated by `python -m reporting.report "
+             "--update-docs`; do not edit by hand.\n"]
+    head = ["# Engineering figures\n",
+            "Throughput, pace, loader, step benchmarks and wall times of this reproduction; the results are in "
+            "[RESULTS.md](RESULTS.md). Generated by `python -m reporting.report --update-docs` with RESULTS.md; "
+            "do not edit by hand. Minutes and rates are on the machine each record names.\n"]
+    documents = {}
+    for name, first, sections in (("RESULTS.md", intro, results), (ENGINEERING, head, engineering)):
+        text = list(first)
+        for title, body in sections:
+            text.append(f"\n## {title}\n\n{body}")
+        documents[name] = "".join(text)
+    documents[RUNS_CSV] = runs_csv_text(runs)
+    return documents
 
 
 # Sections whose table rows are results of record, and the columns that name a row: a committed
@@ -589,15 +924,10 @@ RECORD_ROW_KEYS = {
     "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)": ("language", "backend"),
     "Corpus parse throughput": ("language", "parser", "train sentences parsed"),
     "Pretraining": ("language", "condition", "steps", "batch", "train rows"),
-    "Fine-tuning runs (one per task, encoder and seed)": ("scale", "table", "row", "column", "seed"),
-    "Seed noise": ("table", "row", "column", "scale"),
 }
-# Sections where a row of record with more seeds than the cache's row of the same name is kept beside
-# it (†), as the paper tables prefer the result with the most seeds: a 3-seed rerun on another box
-# does not erase a 5-seed result of record.
-RECORD_ROW_MORE_IS_KEPT = {"Seed noise": "seeds"}
 KEPT = "†"
 KEPT_NOTE = f"{KEPT} not in the cache that wrote this report: the committed record's row, kept."
+RECORD_ONLY_NOTE = "Provenance: every row is the committed record's, kept; the cache that wrote this report has none of them."
 
 
 def report_sections(text: str) -> Dict[str, str]:
@@ -625,19 +955,11 @@ def _unkept(cell: str) -> str:
     return cell.replace(KEPT, "").strip()
 
 
-def _count(cell: str) -> int:
-    try:
-        return int(_unkept(cell))
-    except ValueError:
-        return 0
-
-
-def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str], more_is_kept: Optional[str] = None) -> str:
+def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str]) -> str:
     """``body`` (a section as this cache writes it) plus every row of ``recorded`` (the committed
     section) whose ``key_columns`` cells name no row of body's table, marked †; columns are
-    matched by header, a column the record lacks reads —. With ``more_is_kept`` (a count column,
-    e.g. seeds), a record row whose count exceeds that of body's row of the same name is kept too,
-    after it. The pretraining section's per-run bullet lines are kept the same way, by their label."""
+    matched by header, a column the record lacks reads —. The pretraining section's per-run bullet
+    lines are kept the same way, by their label."""
     old_lines = recorded.splitlines()
     old_table = _first_table(old_lines)
     if old_table is None:
@@ -654,14 +976,10 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str], mor
         table = (at, at + 2)
     header = _cells(lines[table[0]])
     name_of = lambda row: tuple(_unkept(row.get(column, "")) for column in key_columns)  # noqa: E731
-    names = {}
-    for line in lines[table[0] + 2:table[1]]:
-        row = dict(zip(header, _cells(line)))
-        names[name_of(row)] = max(names.get(name_of(row), 0), _count(row.get(more_is_kept, ""))) if more_is_kept else 0
+    names = {name_of(dict(zip(header, _cells(line)))) for line in lines[table[0] + 2:table[1]]}
     kept = []
     for row in old_rows:
-        name = name_of(row)
-        if name in names and not (more_is_kept and _count(row.get(more_is_kept, "")) > names[name]):
+        if name_of(row) in names:
             continue
         cells = [row.get(column, "—") for column in header]
         cells[0] = cells[0] if KEPT in cells[0] else f"{cells[0]} {KEPT}"
@@ -672,6 +990,11 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str], mor
                     for line in old_bullets if line.split(":", 1)[0].replace(f" {KEPT}", "") not in bullets]
     if not kept and not kept_bullets:
         return body
+    note = KEPT_NOTE
+    if table[1] == table[0] + 2 and not bullets:  # every row is the record's: say so once, mark none
+        kept = [line.replace(f" {KEPT}", "", 1) for line in kept]
+        kept_bullets = [line.replace(f" {KEPT}", "", 1) for line in kept_bullets]
+        note = RECORD_ONLY_NOTE
     lines[table[1]:table[1]] = kept
     if kept_bullets:
         if not bullets:
@@ -679,7 +1002,7 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str], mor
             lines += ["", intro, ""] if intro else [""]
         lines += kept_bullets
     text = "\n".join(lines).rstrip("\n")
-    return text + "\n" if KEPT_NOTE in text else text + f"\n\n{KEPT_NOTE}\n"
+    return text + "\n" if note in text else text + f"\n\n{note}\n"
 
 
 # Sections of figures: a committed figure this cache does not redraw is kept, if its file still is.
@@ -712,8 +1035,7 @@ def keep_record(report: str, recorded: str, report_dir: Optional[Path] = None) -
     for part in parts:
         title, _, body = part.partition("\n")
         if title.strip() in RECORD_ROW_KEYS and title.strip() in old:
-            body = keep_recorded_rows(body.lstrip("\n"), old[title.strip()], RECORD_ROW_KEYS[title.strip()],
-                                      RECORD_ROW_MORE_IS_KEPT.get(title.strip()))
+            body = keep_recorded_rows(body.lstrip("\n"), old[title.strip()], RECORD_ROW_KEYS[title.strip()])
             body = "\n" + body
         elif title.strip() in RECORD_FIGURES and title.strip() in old:
             body = "\n" + keep_recorded_figures(body.lstrip("\n"), old[title.strip()], report_dir)
@@ -724,23 +1046,29 @@ def keep_record(report: str, recorded: str, report_dir: Optional[Path] = None) -
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", default="workspace", help="Tango workspace directory (default: ./workspace)")
-    parser.add_argument("--output", help="report file (default: <workspace>/RESULTS.md; docs/RESULTS.md with --update-docs)")
-    parser.add_argument("--update-docs", action="store_true", help="rewrite the committed docs/RESULTS.md")
+    parser.add_argument("--output", help="report file (default: <workspace>/RESULTS.md; docs/RESULTS.md with --update-docs); "
+                                         f"{ENGINEERING} and {RUNS_CSV} are written beside it")
+    parser.add_argument("--update-docs", action="store_true", help=f"rewrite the committed docs/RESULTS.md, docs/{ENGINEERING} and docs/{RUNS_CSV}")
     args = parser.parse_args(argv)
     output = Path(args.output) if args.output else (DOCS_RESULTS if args.update_docs else Path(args.workspace) / "RESULTS.md")
     import steps  # noqa: F401  (registers step classes and formats so cached results can be read)
 
     workspace = Workspace.from_url(f"local://{Path(args.workspace).resolve()}")
+    targets = {"RESULTS.md": output, ENGINEERING: output.parent / ENGINEERING, RUNS_CSV: output.parent / RUNS_CSV}
+    # The committed reports, both at once: a section moved from one to the other keeps its rows of record.
+    committed = {name: path.read_text(encoding="utf-8") for name, path in targets.items()
+                 if args.update_docs and path.exists() and name != RUNS_CSV}
+    recorded = "\n".join(committed.values()) or None
     # The curves go beside the report: docs/curves/ with --update-docs, else <workspace>/curves/.
-    recorded = output.read_text(encoding="utf-8") if args.update_docs and output.exists() else None
-    report = build_report(workspace, Path(args.workspace).resolve(), keep_record=args.update_docs,
-                          curves_dir=output.parent / "curves", report_dir=output.parent, recorded=recorded)
-    if recorded is not None:
-        report = keep_record(report, recorded, output.parent)
+    documents = build_report(workspace, Path(args.workspace).resolve(), keep_record=args.update_docs,
+                             curves_dir=output.parent / "curves", report_dir=output.parent, recorded=recorded,
+                             recorded_runs_csv=targets[RUNS_CSV] if args.update_docs else None)
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(report)
-    print(report)
-    print(f"wrote {output}", file=sys.stderr)
+    for name, text in documents.items():
+        if recorded is not None and name != RUNS_CSV:
+            text = keep_record(text, recorded, output.parent)
+        targets[name].write_text(text, encoding="utf-8")
+        print(f"wrote {targets[name]}", file=sys.stderr)
     return 0
 
 

@@ -55,7 +55,7 @@ TABLE_TITLES = {
     "table7": "Table 7: PrOnto Proper Noun Subject, accuracy",
     "table8": "Table 8: PrOnto Sentence Mood, accuracy",
     "table9": "Table 9: PrOnto Same Argument Count, accuracy",
-    "tg": "Transformer Grammars (TG paper, SPEC §J): held-out per-word perplexity (↓; Wolof: corpus-parse dev split, English: EWT test)",
+    "tg": "Transformer Grammars (Sartran et al. 2022, Table 1's measure): held-out per-word perplexity (↓; Wolof: corpus-parse dev split, English: EWT test)",
     "tg_agreement": "Transformer Grammars: subject–verb agreement on EWT test, accuracy (↑; the grammatical twin scored higher)",
     "tg_long": "Transformer Grammars at 5× the training steps (2,000 of 32; `experiments/wolof_tg_long.jsonnet`): held-out per-word perplexity (↓; Wolof corpus-parse dev split)",
 }
@@ -274,15 +274,38 @@ def _paper_text(value: Optional[float]) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+SD_LABEL = "mean ± sd over seeds"  # a cell's "±": the sample sd of its seeds' figures
+CI_LABEL = "Δ ± 95% CI"  # a difference's "±": the paired t-interval (reporting/significance.py)
+
+
+def provenance(texts: Sequence[str], where: str = "docs/tables/") -> Tuple[bool, str]:
+    """(mark each cell, the table's provenance line) for the cell texts of one table: one line when
+    every figure shares its provenance (no marks), else the † legend (record cells marked)."""
+    shown = [t for t in texts if t not in ("—", "damaged", "")]
+    recorded = [t for t in shown if "†" in t]
+    if shown and len(recorded) == len(shown):
+        return False, f"Provenance: every figure is the committed record ({where}), not recomputed by the cache that wrote this."
+    if not recorded:
+        return False, "Provenance: every figure is from the cache that wrote this." if shown else ""
+    return True, RECORD_KEPT_NOTE
+
+
+def unmarked(text: str) -> str:
+    return text.replace(" †", "").replace("†", "")
+
+
 def to_markdown(title: str, columns, table_rows) -> str:
     with_record = any(entry.record is not None for _, entries in table_rows for entry in entries)
     per_column = ["ours", "docs", "paper"] if with_record else ["ours", "paper"]
-    header = "| model | " + " | ".join(f"{short_title(c)}{_note_mark(c)} {per_column[0]} | " + " | ".join(per_column[1:]) for c in columns) + " |"
+    # The avg column is computed from the others: its provenance is theirs.
+    marks, provenance_line = provenance([e.text for _, entries in table_rows for c, e in zip(columns, entries) if c != "avg"])
+    header = f"| model ({SD_LABEL}) | " + " | ".join(f"{short_title(c)}{_note_mark(c)} {per_column[0]} | " + " | ".join(per_column[1:]) for c in columns) + " |"
     rule = "|---|" + "---|" * len(per_column) * len(columns)
     lines = [f"### {title}", "", header, rule]
     for row, entries in table_rows:
         # A language with a data note carries its mark beside every one of its values.
-        marked = [e.text + (_note_mark(c) if e.mean is not None and _note_mark(c) else "") for c, e in zip(columns, entries)]
+        marked = [(e.text if marks else unmarked(e.text)) + (_note_mark(c) if e.mean is not None and _note_mark(c) else "")
+                  for c, e in zip(columns, entries)]
         texts = [(m, e.record, _paper_text(e.paper)) if with_record else (m, _paper_text(e.paper)) for m, e in zip(marked, entries)]
         lines.append(f"| {_row_title(row)} | " + " | ".join(" | ".join(t) for t in texts) + " |")
     notes = [f"{_note_mark(c)} {short_title(c)}: {_table_note(c)}." for c in columns if _table_note(c)]
@@ -292,8 +315,8 @@ def to_markdown(title: str, columns, table_rows) -> str:
         notes.append("— not in this cache (not run yet, or run with another config).")
     if any(e.text == "damaged" for _, entries in table_rows for e in entries):
         notes.append("damaged: the cache entry exists but its result cannot be read; see the command's output.")
-    if any("†" in e.text for _, entries in table_rows for e in entries):
-        notes.append(RECORD_KEPT_NOTE)
+    if provenance_line:
+        notes.append(provenance_line)
     text = "\n".join(lines) + "\n" + ("\n" + " ".join(notes) + "\n" if notes else "")
     return text + delta_markdown(columns, table_rows) + variant_markdown(columns, table_rows)
 
@@ -332,7 +355,7 @@ def variant_markdown(columns, table_rows) -> str:
     if not lines:
         return ""
     return ("\nA corpus variant against the language's own corpus (same condition and fine-tuning seeds), "
-            "mean ± 95 % t-interval over seeds, paired by seed:\n\n| model | columns | Δ |\n|---|---|---|\n" + "\n".join(lines) + "\n")
+            f"paired by seed:\n\n| model | columns | {CI_LABEL} |\n|---|---|---|\n" + "\n".join(lines) + "\n")
 
 
 def _table_note(column: str) -> str:
@@ -357,8 +380,8 @@ def delta_markdown(columns, table_rows) -> str:
     shown = [(row, entries[: len(languages)]) for row, entries in table_rows if any(e.delta for e in entries)]
     if not shown:
         return ""
-    lines = ["", "Difference from µB-M, mean ± 95 % t-interval over seeds, paired by seed:", "",
-             "| model | " + " | ".join(short_title(c) for c in languages) + " |", "|---|" + "---|" * len(languages)]
+    lines = ["", "Difference from µB-M (Δ ± 95% CI: the mean over the shared seeds ± the t-interval), paired by seed:", "",
+             f"| model ({CI_LABEL}) | " + " | ".join(short_title(c) for c in languages) + " |", "|---|" + "---|" * len(languages)]
     for row, entries in shown:
         lines.append(f"| {_row_title(row)} | " + " | ".join(e.delta.text() if e.delta else "—" for e in entries) + " |")
     return "\n".join(lines) + "\n"
@@ -529,7 +552,7 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
     return "\n".join(parts)
 
 
-# The related-biases table (issue 18): UD LAS, NER F1 and MLM accuracy of every row the related
+# The related-biases table: UD LAS, NER F1 and MLM accuracy of every row the related
 # experiment files produce (experiments/related/), by condition name, so a new bias's rows (e.g.
 # syntax-guided attention, G) appear once its files exist.  Beside it, each seed paper's finding.
 RELATED_COLUMNS = (("related:ud", "UD LAS"), ("related:ner", "NER F1"), ("mlm:accuracy", "MLM acc."))
@@ -575,7 +598,7 @@ def related_rows(cells: Sequence[Cell], scale: str, tables: Sequence[str]) -> Li
     return [r for r in ("M", "random-init") if r in found] + sorted(found - {"M", "random-init"})
 
 
-# The seed papers' related experiments are on Wolof (issue 18); other languages get a column once
+# The seed papers' related experiments are on Wolof; other languages get a column once
 # one of their cells is cached, so an empty table is one language wide, not five.
 RELATED_DEFAULT_LANGUAGES = ("wolof",)
 
@@ -613,15 +636,18 @@ def _ranking_lines(by_key, languages, rows, column) -> List[str]:
 def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS, title: str = "", note: str = "",
                      deltas: bool = True) -> str:
     by_key, languages, rows = _related_layout(cells, scale, columns)
-    header = "| model | " + " | ".join(f"{short_title(lang)} {name}" for lang in languages for _, name in columns)
+    label = SD_LABEL if deltas else "one run each"
+    header = f"| model ({label}) | " + " | ".join(f"{short_title(lang)} {name}" for lang in languages for _, name in columns)
     lines = [f"### {title} — {scale} scale", "", header + " |", "|---|" + "---|" * (len(languages) * len(columns))]
+    all_texts = {row: [_cell_text(by_key.get((table, row, lang))) for lang in languages for table, _ in columns] for row in rows}
+    marks, provenance_line = provenance([t for texts in all_texts.values() for t in texts])
     for row in rows:
-        texts = [_cell_text(by_key.get((table, row, lang))) for lang in languages for table, _ in columns]
+        texts = all_texts[row] if marks else [unmarked(t) for t in all_texts[row]]
         lines.append(f"| {_row_title(row)} | " + " | ".join(texts) + " |")
     if not any(cell.result for cell in by_key.values()):
         lines += ["", "— not in this cache (not run yet, or run with another config)."]
-    if any(cell.result and cell.recorded for cell in by_key.values()):
-        lines += ["", RECORD_KEPT_NOTE]
+    if provenance_line:
+        lines += ["", provenance_line]
     if note:
         lines += ["", note]
     lines += _ranking_lines(by_key, languages, rows, columns[0])
@@ -636,8 +662,8 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
               for row in rows for lang in languages for table, name in columns
               for delta in [_related_delta(by_key, table, row, lang)] if delta is not None]
     if deltas:
-        lines += ["", "Difference from µB-M, mean ± 95 % t-interval over seeds, paired by seed:", "",
-                  "| model | column | Δ |", "|---|---|---|"] + deltas
+        lines += ["", "Difference from µB-M (Δ ± 95% CI: the mean over the shared seeds ± the t-interval), paired by seed:", "",
+                  f"| model | column | {CI_LABEL} |", "|---|---|---|"] + deltas
     return "\n".join(lines) + "\n"
 
 
@@ -753,7 +779,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         written = write_tables(cells, out, args.scale or sorted({c.scale for c in cells + record}), record)
     for path in write_related_tables(shown, out, args.scale):
         written.setdefault(path.parent.name, []).append(path)
-    if not args.experiments:  # the Wolof gap decomposition (issue 14), beside the tables
+    if not args.experiments:  # the Wolof gap decomposition, beside the tables
         from reporting import decomposition
 
         runs = decomposition.finetune_runs(args.workspace)

@@ -79,7 +79,8 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     again = {(task, what.split(" (")[0], where): delta for task, what, where, delta, _ in decomposition.factor_rows(recorded)}
     assert again[("UD", "pretraining at all", "regime cpu")] == f"+1.00 ± {half:.2f} †"
     assert recorded_effort[("decomposition:ud", "cpu", "paper_tenth")] == pytest.approx((5000, 15, True))
-    assert "62.00 ± 1.00 †" in decomposition.markdown(recorded, recorded_effort)
+    every = decomposition.markdown(recorded, recorded_effort)  # every figure the record's: said once, no †
+    assert "62.00 ± 1.00<br>" in every and "†" not in every and "Provenance: every figure is the committed record" in every
 
 
 def test_dev_curves_average_each_cells_seeds_and_the_figure_is_drawn_from_the_cache(tmp_path, monkeypatch):

@@ -112,7 +112,7 @@ def test_keys_and_metadata(data):
     assert set(data["table4"]["tasks"]) == {"nonpronominal_mention", "same_sense"}
     # The paper is named by its file name only, never by a machine path.
     assert "_source" in data and data["_source"]["file"] == PAPER_FILE
-    assert data["table2"]["compares_with"] == "dev"  # the reference's "test" file is dev (SPEC §H)
+    assert data["table2"]["compares_with"] == "dev"  # the reference's "test" file is dev (embur/configs/parser_eval.jsonnet)
     assert all(data[t]["compares_with"] == "test" for t in TABLES if t != "table2")
 
 

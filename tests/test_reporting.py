@@ -50,7 +50,8 @@ def test_user_run_leaves_docs_untouched(one_cached_cell):
     m_line = next(line for line in markdown.splitlines() if line.startswith("| µB-M |"))
     assert m_line.startswith(f"| µB-M | — | {tables._cell_text(recorded_m, mark_recorded=False)} | 77.71 |")  # ours beside the record's
     assert next(line for line in markdown.splitlines() if line.startswith("| µB-MP |")).startswith("| µB-MP | 74.50 ± 0.71 |")
-    assert "74.50 ± 0.71" in (workspace_dir / "RESULTS.md").read_text()
+    runs = (workspace_dir / "runs.csv").read_text()  # the cached runs, one row each, beside the report
+    assert "cpu,table2,MP,wolof,1,las,75.00,74.00," in runs and "cpu,table2,MP,wolof,2,las,76.00,75.00," in runs
 
 
 def test_update_docs_writes_the_record_and_keeps_what_the_cache_lacks(one_cached_cell, tmp_path, monkeypatch):
@@ -70,7 +71,9 @@ def test_update_docs_writes_the_record_and_keeps_what_the_cache_lacks(one_cached
     assert m_line.startswith(f"| µB-M | {tables._cell_text(recorded_m, mark_recorded=False)} † | 77.71 |")
     assert (docs_tables / "cpu" / "table2_delta.png").exists()  # the committed plot is not deleted
     results = docs_results.read_text()
-    assert "74.50 ± 0.71" in results and f"{tables._cell_text(recorded_m, mark_recorded=False)} †" in results
+    # Table 2 in RESULTS is the record's alone here (the fixture's file is not a table file): said once, no †.
+    assert f"| µB-M | {tables._cell_text(recorded_m, mark_recorded=False)} | 77.71 |" in results
+    assert "cpu,table2,MP,wolof,1," in (tmp_path / "docs" / "runs.csv").read_text()
     assert "most likely dev scores" in results and "Table 2: dev\n" not in results  # the note, not the bare split
 
 
@@ -245,16 +248,16 @@ def test_update_docs_keeps_the_report_rows_the_cache_lacks():
         "| wolof | M | 3000 | 64 | 11127 | 5.99 |", "| wolof | MX | 3000 | 64 | 11127 | 5.92 |", "",
         "Dev MLM loss per validation (step: loss):", "",
         "- µB-M (wolof, 3000 steps): 500: 6.6", "- µB-MX (wolof, 3000 steps): 500: 6.4", "",
-        "## Fine-tuning runs (one per task, encoder and seed)", "",
-        "| scale | table | row | column | seed | test |", "|---|---|---|---|---|---|",
-        "| cpu | table2 | M | wolof | 42 | 68.73 |", "",
+        "## Corpus parse throughput", "",
+        "| language | parser | train sentences parsed | sentences/s | tokens/s |", "|---|---|---|---|---|",
+        "| wolof | stanza | 10000 | 32.54 | 536.04 |", "",
         "## Pretraining step benchmark", "", "| model | ms |", "|---|---|", "| old | 1 |", ""])
     fresh = "\n".join([
         "# Results", "", "## Pretraining", "",
         "| language | condition | steps | batch | train rows | loss |", "|---|---|---|---|---|---|",
         "| wolof | MX | 3000 | 64 | 11127 | 5.80 |", "",
         "Dev MLM loss per validation (step: loss):", "", "- µB-MX (wolof, 3000 steps): 500: 6.3", "",
-        "## Fine-tuning runs (one per task, encoder and seed)", "", "note", "", report.NOTHING,
+        "## Corpus parse throughput", "", "note", "", report.NOTHING,
         "## Pretraining step benchmark", "", "| model | ms |", "|---|---|", "| new | 2 |", ""])
     merged = report.keep_record(fresh, recorded)
     sections = report.report_sections(merged)
@@ -264,9 +267,9 @@ def test_update_docs_keeps_the_report_rows_the_cache_lacks():
     assert "- µB-M † (wolof, 3000 steps): 500: 6.6".replace(" †", "") not in pretraining
     assert "- µB-M (wolof, 3000 steps) †: 500: 6.6" in pretraining and "- µB-MX (wolof, 3000 steps): 500: 6.3" in pretraining
     assert sum(line.startswith("- µB-MX") for line in pretraining) == 1
-    runs = sections["Fine-tuning runs (one per task, encoder and seed)"]
-    assert "| cpu † | table2 | M | wolof | 42 | 68.73 |" in runs and "note" in runs and report.NOTHING.strip() not in runs
-    assert report.KEPT_NOTE in runs
+    throughput = sections["Corpus parse throughput"]  # every row the record's: said once, no †
+    assert "| wolof | stanza | 10000 | 32.54 | 536.04 |" in throughput and "note" in throughput
+    assert report.NOTHING.strip() not in throughput and report.RECORD_ONLY_NOTE in throughput and report.KEPT not in throughput
     assert sections["Pretraining step benchmark"] == report.report_sections(fresh)["Pretraining step benchmark"]  # not a record section
     assert report.keep_record(merged, merged) == merged
     # A new column the record lacks reads —; rows are named by their key columns, wherever they are.
@@ -421,25 +424,98 @@ def test_committed_curves_keep_their_lines_when_a_partial_cache_redraws_them(tmp
     assert figure.read_bytes() == before and not figure.with_suffix(".json").exists()
 
 
-def test_a_seed_noise_row_of_record_with_more_seeds_is_kept_beside_the_caches():
-    """A 3-seed cached row does not erase the record's 5-seed row of the same cell (kept after it,
-    †); a record row with no more seeds than the cache's gives way; a second rewrite changes nothing."""
-    header = ["| table | row | column | scale | seeds | test |", "|---|---|---|---|---|---|"]
-    recorded = "\n".join(["# Results", "", "## Seed noise", "", "note", "", *header,
-                           "| table2 | MXPT-SLA | wolof | cpu | 5 | 68.37 ± 0.68 |",
-                           "| table2 | M | wolof | cpu | 3 | 68.00 ± 0.10 |", "", "## Pretraining step benchmark", "", "x", ""])
-    fresh = "\n".join(["# Results", "", "## Seed noise", "", "note", "", *header,
-                        "| table2 | MXPT-SLA | wolof | cpu | 3 | 67.46 ± 0.17 |",
-                        "| table2 | M | wolof | cpu | 5 | 68.51 ± 0.36 |", "", "## Pretraining step benchmark", "", "x", ""])
-    merged = report.keep_record(fresh, recorded)
-    rows = report.report_sections(merged)["Seed noise"].splitlines()
-    assert "| table2 | MXPT-SLA | wolof | cpu | 3 | 67.46 ± 0.17 |" in rows
-    assert "| table2 † | MXPT-SLA | wolof | cpu | 5 | 68.37 ± 0.68 |" in rows
-    assert not any("68.00" in line for line in rows)
-    assert report.keep_record(merged, merged) == merged
-    assert report.keep_record(merged, recorded) == merged
-    older = recorded.replace("| table2 | M | wolof | cpu | 3 |", "| table3 | M | wolof | cpu | 9 |")
-    assert report.report_sections(report.keep_record(merged, older))["Seed noise"].count(report.KEPT_NOTE) == 1
+def test_runs_csv_keeps_the_records_runs_and_says_which_are_not_their_cells_record(tmp_path):
+    """runs.csv: a committed run this cache lacks is kept (source record), a cached run of the same
+    name replaces it; each run says whether its cell's record holds its figure, and RESULTS names
+    every run that is not, so no cell has two figures without a word."""
+    cell = tables.Cell("table2", "cpu", "MXPT-SLA", "wolof", {
+        "seeds": [42, 43, 44], "n": 3, "test": {"mean": 67.46, "sd": 0.17, "values": [67.52, 67.27, 67.60]}}, recorded=True)
+    run = lambda seed, test, source: {"scale": "cpu", "table": "table2", "row": "MXPT-SLA", "column": "wolof", "seed": str(seed),  # noqa: E731
+                                      "metric": "las", "dev": "", "test": test, "official_las_test": "", "finetune_minutes": "",
+                                      "device": "cpu", "source": source}
+    cached = [run(42, "67.52", "cache")]
+    recorded = [run(42, "68.55", "record"), run(43, "68.06", "record"), run(45, "69.10", "record")]
+    runs = report.merged_runs(cached, recorded, [cell])
+    assert [(r["seed"], r["test"], r["source"]) for r in runs] == [("42", "67.52", "cache"), ("43", "68.06", "record"), ("45", "69.10", "record")]
+    assert [r["cell_record"] for r in runs] == ["yes", "no: another run; the record's seed 43 reads 67.27",
+                                                "no: not one of the record's seeds (42 43 44)"]
+    text = report.runs_section(runs)
+    assert "2 of these runs are not their cell's record" in text
+    assert "table2 MXPT-SLA wolof (cpu) seed 43: another run of the cell" in text and "seed 45: a seed the record does not use" in text
+    (tmp_path / "runs.csv").write_text(report.runs_csv_text(runs), encoding="utf-8")
+    back = report.recorded_runs(tmp_path / "runs.csv", None)
+    assert [(r["seed"], r["test"], r["source"]) for r in back] == [("42", "67.52", "record"), ("43", "68.06", "record"), ("45", "69.10", "record")]
+    # Before runs.csv existed, the committed report's runs table is the record.
+    legacy = "\n".join(["# Results", "", "## Fine-tuning runs (one per task, encoder and seed)", "",
+                        "| scale | table | row | column | seed | metric | dev | test | official LAS (test) | fine-tune min | device |",
+                        "|---|---|---|---|---|---|---|---|---|---|---|", "| cpu † | table2 | M | wolof | 42 | las | 68.65 | 68.45 | 70.07 | 5.81 | cpu |", ""])
+    (row,) = report.recorded_runs(tmp_path / "absent.csv", legacy)
+    assert (row["scale"], row["seed"], row["test"], row["official_las_test"], row["source"]) == ("cpu", "42", "68.45", "70.07", "record")
+
+
+def test_the_paper_question_pairs_each_bias_with_m_beside_the_papers_delta():
+    """Per scale, each syntactic-bias condition − µB-M, paired by seed with its 95 % interval, the
+    paper's own Δ beside it (its condition minus its µB-M), the shared seeds, and a verdict computed
+    from the intervals; a scale with µB-M and random-init only is named as having no bias cell yet."""
+    def cell(table, scale, row, column, values):
+        return tables.Cell(table, scale, row, column, {"seeds": [42, 43, 44][:len(values)], "n": len(values),
+                                                       "test": {"mean": statistics.fmean(values), "sd": None, "values": values}})
+    cells = [cell("table2", "cpu", "M", "wolof", [68.0, 68.2, 68.4]), cell("table2", "cpu", "MX", "wolof", [69.0, 69.3, 69.5]),
+             cell("table2", "cpu", "random-init", "wolof", [67.0, 67.0, 67.0]),
+             cell("table3", "cpu", "M", "wolof", [83.0, 84.0, 85.0]), cell("table3", "cpu", "MX", "wolof", [83.5, 83.0, 86.0]),
+             cell("table2", "gpu-paper_tenth", "M", "wolof", [74.0, 75.0]), cell("table2", "gpu-paper_tenth", "random-init", "wolof", [69.0, 69.5])]
+    text = report.question_section(cells)
+    paper = json.loads(tables.PAPER_TABLES.read_text())
+    ud = paired_difference(cells[1].result, cells[0].result)
+    ner = paired_difference(cells[4].result, cells[3].result)
+    ud_paper = paper["table2"]["rows"]["MX"]["wolof"] - paper["table2"]["rows"]["M"]["wolof"]
+    ner_paper = paper["table3"]["rows"]["MX"]["wolof"] - paper["table3"]["rows"]["M"]["wolof"]
+    row = next(line for line in text.splitlines() if line.startswith("| Wolof | µB-MX |"))
+    assert row == (f"| Wolof | µB-MX | {ud.mean:+.2f} ± {ud.half_width:.2f} | {ud_paper:+.2f} | 42–44 | "
+                   f"{ner.mean:+.2f} ± {ner.half_width:.2f} | {ner_paper:+.2f} | 42–44 |")
+    assert ud.mean - ud.half_width > 0 and ner.mean - ner.half_width < 0 < ner.mean + ner.half_width
+    assert "Of 2 differences, 1 lie above 0 (µB-MX Wolof UD LAS" in text and "and 0 below 0; the other 1 include 0." in text
+    assert "µB-random-init" not in text and "No syntactic-bias condition has cells yet at `gpu-paper_tenth`" in text
+
+
+def _tables_of(text: str):
+    """(the lines above a Markdown table's header, its header, its rows) of every table in ``text``."""
+    lines = text.splitlines()
+    found = []
+    for i in range(len(lines) - 1):
+        if lines[i].startswith("| ") and lines[i + 1].startswith("|---") and not (i and lines[i - 1].startswith("| ")):
+            end = i + 2
+            while end < len(lines) and lines[end].startswith("| "):
+                end += 1
+            found.append((lines[max(0, i - 2):i], lines[i], lines[i + 2:end]))
+    return found
+
+
+def _check_results_layout(text: str):
+    head = text.splitlines()[:120]
+    assert "## The paper's question" in head and "## Headline findings" in head
+    assert head.index("## The paper's question") < head.index("## Headline findings")
+    assert any(line.startswith("### Table 2: UD parsing") for line in head)
+    for above, header, rows in _tables_of(text):
+        if any("±" in row for row in rows):
+            assert any(label in line for line in [header] + above for label in ("± sd", "± 95% CI")), header
+
+
+def test_results_open_with_the_papers_question_and_table_2_and_label_every_plus_minus(one_cached_cell, tmp_path, monkeypatch):
+    """A generated RESULTS holds the paper's-question section and Table 2 in its first 120 lines, and
+    every table with a "±" says in its header which one ("± sd" or "± 95% CI"); the engineering
+    figures and the runs go to their own files beside it. The committed RESULTS obeys the same."""
+    workspace_dir, _ = one_cached_cell
+    monkeypatch.setattr(report, "DOCS_RESULTS", tmp_path / "docs" / "RESULTS.md")
+    assert report.main(["--workspace", str(workspace_dir), "--update-docs"]) == 0
+    results = (tmp_path / "docs" / "RESULTS.md").read_text()
+    _check_results_layout(results)
+    assert "## Paper-scale pretraining pace on a GPU" in (tmp_path / "docs" / "engineering.md").read_text()
+    assert "## Paper-scale pretraining pace on a GPU" not in results and "## Seed noise" not in results
+    assert (tmp_path / "docs" / "runs.csv").read_text().startswith(",".join(report.RUN_FIELDS))
+    _check_results_layout((REPO / "docs" / "RESULTS.md").read_text())
+    with pytest.raises(AssertionError):
+        _check_results_layout(results.replace("± sd", "±").replace("± 95% CI", "±"))
 
 
 def test_pretrain_ablation_rows_carry_loader_workers_and_throughput_where_recorded(tmp_path):

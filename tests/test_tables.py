@@ -198,7 +198,7 @@ def test_related_table_shows_languages_with_results_and_each_finding_once():
 
     empty = [cell("related:ud", row, language) for row in ("M", "M-A5", "M-A9", "C5") for language in ("wolof", "maltese")]
     text = tables.related_markdown(empty, "cpu", title="Related")
-    assert "Maltese" not in text and "| model | Wolof UD LAS | Wolof NER F1 | Wolof MLM acc. |" in text
+    assert "Maltese" not in text and "| model (mean ± sd over seeds) | Wolof UD LAS | Wolof NER F1 | Wolof MLM acc. |" in text
     assert "not in this cache" in text
     assert text.count("NLM-A:") == 1 and "- µB-M-A5, µB-M-A9: Edman et al. (seed 003)" in text
     filled = empty + [cell("related:ud", "M", "maltese", 80.0), cell("related:ud", "M-A5", "maltese", 81.0)]
@@ -274,3 +274,26 @@ def test_the_paper_scale_files_make_their_own_tables_and_the_grid_does_not():
     assert {"experiments/paper/wolof_m.jsonnet", "experiments/paper/wolof_random_init.jsonnet",
             "experiments/paper/wolof_mxpt_sla.jsonnet", "experiments/wolof_m.jsonnet", "experiments/seeds/wolof_m_5seeds.jsonnet"} <= names
     assert not any(name.startswith("experiments/decomposition/") or "long_pretraining" in name for name in names)
+
+
+def test_a_table_whose_figures_share_their_provenance_says_it_once():
+    """Every figure of a table from the record: one provenance line, no † on each cell; from the
+    cache: a line saying so; a mix: the record's cells marked † with the legend. The header says
+    what "±" is (sd of a cell, 95 % CI of a difference)."""
+    paper = json.loads(tables.PAPER_TABLES.read_text())
+
+    def cell(row, values, recorded):
+        return tables.Cell("table2", "cpu", row, "wolof", {"seeds": [42, 43, 44], "n": 3, "test": {
+            "mean": sum(values) / 3, "sd": 0.5, "values": values}}, recorded=recorded)
+
+    def markdown(cells):
+        return tables.to_markdown("T", *tables.build_table("table2", "cpu", cells, paper))
+
+    recorded = markdown([cell("M", [68.0, 68.5, 69.0], True), cell("MX", [69.0, 69.5, 70.5], True)])
+    assert "| µB-M | 68.50 ± 0.50 |" in recorded and "†" not in recorded
+    assert "Provenance: every figure is the committed record" in recorded
+    assert "| model (mean ± sd over seeds) |" in recorded and "| model (Δ ± 95% CI) |" in recorded
+    cached = markdown([cell("M", [68.0, 68.5, 69.0], False), cell("MX", [69.0, 69.5, 70.5], False)])
+    assert "Provenance: every figure is from the cache that wrote this." in cached and "†" not in cached
+    mixed = markdown([cell("M", [68.0, 68.5, 69.0], True), cell("MX", [69.0, 69.5, 70.5], False)])
+    assert "| µB-M | 68.50 ± 0.50 † |" in mixed and tables.RECORD_KEPT_NOTE in mixed and "Provenance" not in mixed
