@@ -89,7 +89,7 @@ def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_pat
     section = report.benchmark_section(out)
     assert "| µB-MXPT-SLA [bf16, fused] |" in section and "Batch 4×24" in section
     missing = report.benchmark_section(tmp_path / "absent.json", report.GPU_BENCHMARK_COMMAND)
-    assert "not recorded" in missing and "campaign.py levers" in missing
+    assert "not recorded" in missing and "bench_pretrain_step.py --device cuda" in missing
 
 
 def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_path):
