@@ -65,6 +65,7 @@ def test_step_boundary_sigint_stops_after_the_step_with_a_checkpoint_and_resumes
     assert signal.getsignal(signal.SIGINT) is handler  # put back
     saved = torch.load(tmp_path / "stopped" / "checkpoint.pt", weights_only=True)
     assert saved["state"] == {"step": 3}  # none was due (every 100): the stop wrote it
+    assert set(saved) == {"model", "optimizer", "scheduler", "rng", "cuda_rng", "state"}  # pretraining's layout, unchanged
     resumed = step_run(tmp_path / "stopped", steps=6)
     assert same_parameters(resumed, straight)
     assert not same_parameters(step_run(tmp_path / "other", steps=5), straight)  # the comparison can fail
