@@ -13,7 +13,9 @@ batch-order stream, the best weights so far, the history. On a GPU at most once 
 (``checkpoint_interval``): a paper-regime parser's state is ~180 MiB and its epochs take seconds
 there. Running the same step again after a kill resumes from the last checkpoint ("resuming
 after epoch N" in the log, ``resumed_from`` in the outcome) and, on CPU, ends bit-for-bit where the
-uninterrupted run ends. Tango's ``TorchTrainStep`` is not used: it
+uninterrupted run ends. A SIGINT stops the run at the end of the epoch under way, with a checkpoint
+there. Checkpoint, resume, SIGINT and crash hook are the training harness's
+(`steps.common.training`), shared with pretraining. Tango's ``TorchTrainStep`` is not used: it
 resumes by replaying its data loader, which does not restore the RNG streams, so it is not
 bit-identical.
 """
@@ -22,8 +24,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -31,8 +33,9 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 from tango.common import Tqdm
 
-from steps.common.checkpoints import SimulatedCrash, save_atomically
+from steps.common.checkpoints import SimulatedCrash  # noqa: F401 (what the crash hook raises; callers catch it from here)
 from steps.common.tracking import NullTracker
+from steps.common.training import TrainingHarness, check_finite_loss
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +170,8 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
     from ``work_dir``'s checkpoint if there is one; load the kept weights and return the outcome.
     Every epoch's history record goes to ``tracker`` (`steps.common.tracking`), keyed by epoch.
     ``checkpoint_interval``: seconds that must pass between two checkpoints that ``checkpoint_every``
-    makes due (default: 60 on a GPU, 0 elsewhere); the last epoch's and a stop's are always written.
+    makes due (default: 60 on a GPU, 0 elsewhere); the last epoch's, a patience stop's and a SIGINT's
+    (`steps.common.training.StopAtBoundary`) are always written.
     Which epochs are saved never changes what a run computes, only where a resumed one starts."""
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be positive, got {checkpoint_every}")
@@ -179,17 +183,11 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
                              "stopped": False, "train_seconds": 0.0, "loop_seconds": 0.0, "count": 0, "resumed_from": []}
     best_weights: Optional[Dict[str, torch.Tensor]] = None
     checkpoint_path = Path(work_dir) / CHECKPOINT_NAME
+    harness = TrainingHarness(checkpoint_path, device, "epoch", CRASH_AFTER_EPOCH_ENV)
     session_start = time.perf_counter()
-    if checkpoint_path.exists():
-        saved = torch.load(checkpoint_path, map_location="cpu", weights_only=True)
-        model.load_state_dict(saved["model"])
-        task.optimizer.load_state_dict(saved["optimizer"])
-        if task.scheduler is not None:
-            task.scheduler.load_state_dict(saved["scheduler"])
+    saved = harness.resume(model, task.optimizer, task.scheduler)
+    if saved is not None:
         task.batches.load_state_dict(saved["batches"])
-        torch.set_rng_state(saved["rng"])
-        if device.type == "cuda" and saved.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(saved["cuda_rng"], device)
         best_weights, state = saved["best_weights"], saved["state"]
         state["resumed_from"].append(state["epoch"])
         log.info("%s: resuming after epoch %d (checkpoint %s)", task.name, state["epoch"], checkpoint_path)
@@ -198,68 +196,57 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
         if _select(task, state, _evaluate(task), EpochTotals(0.0, 0, 0, 0), time.perf_counter() - session_start, log, tracker):
             best_weights = snapshot(model)
         state["loop_seconds"] += time.perf_counter() - session_start
-    crash_after = int(os.environ[CRASH_AFTER_EPOCH_ENV]) if os.environ.get(CRASH_AFTER_EPOCH_ENV) else None
 
     per_epoch = task.batches.batches_per_epoch
     progress = Tqdm.tqdm(total=task.epochs * per_epoch, initial=state["epoch"] * per_epoch, desc=f"fine-tuning {task.name}")
-    while state["epoch"] < task.epochs and not state["stopped"]:
-        epoch = state["epoch"] + 1
-        epoch_start = time.perf_counter()
-        model.train()
-        totals = EpochTotals(0.0, 0, 0, state["steps"])
-        # The batch losses stay on the device until the epoch ends: reading one per step would make
-        # the host wait for each step's kernels before queueing the next (on a GPU, most of a step).
-        losses: List[torch.Tensor] = []
-        counts: List[torch.Tensor] = []
-        for indices in task.batches.next_epoch():
-            batch = task.make_batch(indices)
-            loss = task.loss(model, batch)
-            loss.backward()
-            task.clip_gradients()
-            task.optimizer.step()
-            if task.scheduler is not None:
-                task.scheduler.step()
-            task.optimizer.zero_grad(set_to_none=True)
-            losses.append(loss.detach())
-            if task.count is not None:
-                counts.append(task.count(batch))
-            progress.update(1)
-        values = torch.stack(losses).tolist() if losses else []
-        totals.count = sum(torch.stack(counts).tolist()) if counts else 0
-        for number, value in enumerate(values, totals.steps + 1):
-            if not math.isfinite(value):
-                raise FloatingPointError(f"{task.name}: training loss is {value} at step {number} (epoch {epoch}); try a lower lr")
-            totals.loss += value
-        totals.batches, totals.steps = len(values), totals.steps + len(values)
-        if values:
-            progress.set_postfix(loss=f"{totals.loss / totals.batches:.3f}", epoch=epoch)
-        state["train_seconds"] += time.perf_counter() - epoch_start
-        state["epoch"], state["steps"], state["count"] = epoch, totals.steps, state["count"] + totals.count
-        dev_start = time.perf_counter()
-        scores = {**_evaluate(task), "dev_seconds": time.perf_counter() - dev_start} if task.evaluate is not None else {}
-        if _select(task, state, scores, totals, time.perf_counter() - epoch_start, log, tracker):
-            best_weights = snapshot(model)
-        if task.patience is not None and task.evaluate is not None and epoch - (state["best_epoch"] or 0) >= task.patience:
-            log.info("%s: no better dev %s for %d epochs: stopping after epoch %d", task.name, task.metric, task.patience, epoch)
-            state["stopped"] = True
-        state["loop_seconds"] += time.perf_counter() - epoch_start
-        due = epoch % checkpoint_every == 0 and time.monotonic() - last_checkpoint >= checkpoint_interval
-        if due or epoch == task.epochs or state["stopped"]:
-            last_checkpoint = time.monotonic()
-            save_atomically({
-                "model": model.state_dict(),
-                "optimizer": task.optimizer.state_dict(),
-                "scheduler": task.scheduler.state_dict() if task.scheduler is not None else None,
-                "batches": task.batches.state_dict(),
-                "rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                "best_weights": best_weights,
-                "state": state,
-            }, checkpoint_path)
-        if crash_after is not None and epoch == crash_after:
-            progress.close()
-            raise SimulatedCrash(f"{CRASH_AFTER_EPOCH_ENV}={crash_after}: stopping after epoch {epoch}")
-    progress.close()
+    # The epoch loop under the harness: SIGINT waits for the epoch's end; the bar is closed however it ends.
+    with harness, closing(progress):
+        while state["epoch"] < task.epochs and not state["stopped"]:
+            epoch = state["epoch"] + 1
+            epoch_start = time.perf_counter()
+            model.train()
+            totals = EpochTotals(0.0, 0, 0, state["steps"])
+            # The batch losses stay on the device until the epoch ends: reading one per step would make
+            # the host wait for each step's kernels before queueing the next (on a GPU, most of a step).
+            losses: List[torch.Tensor] = []
+            counts: List[torch.Tensor] = []
+            for indices in task.batches.next_epoch():
+                batch = task.make_batch(indices)
+                loss = task.loss(model, batch)
+                loss.backward()
+                task.clip_gradients()
+                task.optimizer.step()
+                if task.scheduler is not None:
+                    task.scheduler.step()
+                task.optimizer.zero_grad(set_to_none=True)
+                losses.append(loss.detach())
+                if task.count is not None:
+                    counts.append(task.count(batch))
+                progress.update(1)
+            values = torch.stack(losses).tolist() if losses else []
+            totals.count = sum(torch.stack(counts).tolist()) if counts else 0
+            for number, value in enumerate(values, totals.steps + 1):
+                check_finite_loss(value, f"step {number} (epoch {epoch})", task.name)
+                totals.loss += value
+            totals.batches, totals.steps = len(values), totals.steps + len(values)
+            if values:
+                progress.set_postfix(loss=f"{totals.loss / totals.batches:.3f}", epoch=epoch)
+            state["train_seconds"] += time.perf_counter() - epoch_start
+            state["epoch"], state["steps"], state["count"] = epoch, totals.steps, state["count"] + totals.count
+            dev_start = time.perf_counter()
+            scores = {**_evaluate(task), "dev_seconds": time.perf_counter() - dev_start} if task.evaluate is not None else {}
+            if _select(task, state, scores, totals, time.perf_counter() - epoch_start, log, tracker):
+                best_weights = snapshot(model)
+            if task.patience is not None and task.evaluate is not None and epoch - (state["best_epoch"] or 0) >= task.patience:
+                log.info("%s: no better dev %s for %d epochs: stopping after epoch %d", task.name, task.metric, task.patience, epoch)
+                state["stopped"] = True
+            state["loop_seconds"] += time.perf_counter() - epoch_start
+            due = epoch % checkpoint_every == 0 and time.monotonic() - last_checkpoint >= checkpoint_interval
+            if due or epoch == task.epochs or state["stopped"] or harness.stop_requested:
+                last_checkpoint = time.monotonic()
+                harness.save(model, task.optimizer, task.scheduler, batches=task.batches.state_dict(), best_weights=best_weights,
+                             state=state)
+            harness.boundary(epoch, task.epochs, epoch == task.epochs or state["stopped"], log)
     if best_weights is not None:
         model.load_state_dict(best_weights)
     return FinetuneOutcome(state["history"], state["best_epoch"], state["steps"], state["train_seconds"],

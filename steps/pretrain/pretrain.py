@@ -10,7 +10,9 @@ One step per (language, condition, scale, seed). Training survives being killed:
 validation history) is written atomically to the step's work directory, and running the same
 config again picks up from there ("resuming from step N" in the log). A resumed run is bit-for-bit
 the run that was never interrupted: batch order, MLM masks and P/T samples are derived from
-(seed, micro-batch index), and dropout's RNG state travels in the checkpoint.
+(seed, micro-batch index), and dropout's RNG state travels in the checkpoint. Checkpoint, resume,
+the SIGINT stop and the crash hook are the training harness's (`steps.common.training`), shared
+with the fine-tuning loop.
 """
 from __future__ import annotations
 
@@ -18,13 +20,10 @@ import faulthandler
 import json
 import logging
 import math
-import os
-import signal
 import sys
 import shutil
-import threading
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -33,12 +32,12 @@ from tango import Step
 from tango.common import FromParams, Tqdm
 
 from steps.common.batching import bucketed_batches
-from steps.common.checkpoints import SimulatedCrash, save_atomically
 from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.pretrain.packing import PackedBatch, pack_batch
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import compile_module, compile_options, derived_seed, fused_adamw, resolve_device, torch_threads
 from steps.common.tracking import WandbSetting, tracked_run
+from steps.common.training import StopAtBoundary, TrainingHarness, check_finite_loss
 from steps.data.vocab import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -227,30 +226,8 @@ def autocast_for(device: torch.device, precision: str):
     return torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
 
 
-class StopAtStepBoundary:
-    """While training: SIGINT (a device call's time is up and `campaign.py` stops its steps, or
-    Ctrl-C) lets the optimizer step under way finish, then the loop writes a checkpoint at that step
-    and stops as interrupted. A stopped call so loses no steps (a paper-scale run checkpoints only
-    every 5,000), and the resumed run is the uninterrupted one bit for bit, as after any checkpoint.
-    A second SIGINT interrupts at once. Outside the main thread signals cannot be caught: no-op."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous = None
-
-    def __enter__(self) -> "StopAtStepBoundary":
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._request)
-        return self
-
-    def _request(self, signum, frame) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    def __exit__(self, *exc) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+# The SIGINT stop at an optimizer step's end (the harness's, shared with fine-tuning's epoch ends).
+StopAtStepBoundary = StopAtBoundary
 
 
 class TrainingWatch:
@@ -475,21 +452,14 @@ class PretrainMicrobert(Step):
             # Since the last validation: summed train loss, steps, tokens, seconds.
             "window": {"loss": 0.0, "steps": 0, "tokens": 0, "seconds": 0.0},
         }
-        checkpoint_path = self.work_dir / CHECKPOINT_NAME
-        if checkpoint_path.exists():
-            saved = torch.load(checkpoint_path, map_location="cpu", weights_only=True)
-            model.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            scheduler.load_state_dict(saved["scheduler"])
-            torch.set_rng_state(saved["rng"])
-            if device.type == "cuda" and saved.get("cuda_rng") is not None:
-                torch.cuda.set_rng_state(saved["cuda_rng"], device)
+        harness = TrainingHarness(self.work_dir / CHECKPOINT_NAME, device, "step", CRASH_AFTER_STEP_ENV)
+        saved = harness.resume(model, optimizer, scheduler)
+        if saved is not None:
             state = saved["state"]
             state["resumed_from"].append(state["step"])
-            self.logger.info("resuming from step %d (checkpoint %s)", state["step"], checkpoint_path)
+            self.logger.info("resuming from step %d (checkpoint %s)", state["step"], harness.path)
         else:
             torch.manual_seed(derived_seed(config.seed, "dropout"))
-        crash_after = int(os.environ[CRASH_AFTER_STEP_ENV]) if os.environ.get(CRASH_AFTER_STEP_ENV) else None
 
         run_info = {
             "condition": condition,
@@ -522,11 +492,11 @@ class PretrainMicrobert(Step):
         ))
         with tracked_run(self, use_wandb, "pretrain", run_info, seed=config.seed) as tracker:
             return self._train(model, optimizer, scheduler, micro_batches, collator, dev_rows, config, device, state,
-                               checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker,
-                               autocast_for(device, precision), watch or TrainingWatch())
+                               harness, run_info, tokenizer_dir, condition, tracker, autocast_for(device, precision),
+                               watch or TrainingWatch())
 
     def _train(self, model, optimizer, scheduler, micro_batches, collator, dev_rows, config: PretrainingConfig, device,
-               state, checkpoint_path, crash_after, run_info, tokenizer_dir, condition, tracker, autocast, watch) -> Path:
+               state, harness: TrainingHarness, run_info, tokenizer_dir, condition, tracker, autocast, watch) -> Path:
         model.train()
         session_start = time.perf_counter()
         wall_before = state["wall_seconds"]
@@ -536,7 +506,7 @@ class PretrainMicrobert(Step):
         # steps, so a GPU is not made to wait for the host after each step. The bookkeeping of each
         # step is the same arithmetic in the same order whenever it happens (`_record_steps`).
         pending: List[Dict[str, Any]] = []
-        with StopAtStepBoundary() as stop, watch.running(state["step"]):
+        with harness, watch.running(state["step"]), closing(progress):
             while state["step"] < config.max_steps:
                 step_start = time.perf_counter()
                 losses, tokens = [], 0
@@ -560,8 +530,8 @@ class PretrainMicrobert(Step):
                                 "seconds": time.perf_counter() - step_start})
                 progress.update(1)
                 validating = step % config.validate_every == 0 or step == config.max_steps
-                checkpointing = step % config.checkpoint_every == 0 or step == config.max_steps or stop.requested
-                if validating or checkpointing or len(pending) >= watch.sync_every or step == crash_after:
+                checkpointing = step % config.checkpoint_every == 0 or step == config.max_steps or harness.stop_requested
+                if validating or checkpointing or len(pending) >= watch.sync_every or harness.crashes_after(step):
                     self._record_steps(pending, state, window, config, progress, tracker)
                     pending = []
                     watch.beat(step, config.max_steps, window, self.logger)
@@ -582,25 +552,8 @@ class PretrainMicrobert(Step):
                     tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
                 if checkpointing:
                     state["wall_seconds"] = wall_before + time.perf_counter() - session_start
-                    save_atomically(
-                        {
-                            "model": model.state_dict(),
-                            "optimizer": optimizer.state_dict(),
-                            "scheduler": scheduler.state_dict(),
-                            "rng": torch.get_rng_state(),
-                            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                            "state": state,
-                        },
-                        checkpoint_path,
-                    )
-                if crash_after is not None and step == crash_after:
-                    progress.close()
-                    raise SimulatedCrash(f"{CRASH_AFTER_STEP_ENV}={crash_after}: stopping after step {step}")
-                if stop.requested and step < config.max_steps:
-                    progress.close()
-                    self.logger.info("interrupted: stopped after step %d of %d, checkpoint written; run again to resume", step, config.max_steps)
-                    raise KeyboardInterrupt(f"stopped after step {step}, checkpoint written")
-        progress.close()
+                    harness.save(model, optimizer, scheduler, state=state)
+                harness.boundary(step, config.max_steps, step == config.max_steps, self.logger)
         state["wall_seconds"] = wall_before + time.perf_counter() - session_start
         result = self._export(model, tokenizer_dir, run_info, state)
         tracker.summary(json.loads((result / "metrics.json").read_text())["final"])
@@ -623,8 +576,7 @@ class PretrainMicrobert(Step):
                 for name in names:
                     components[name] = components.get(name, 0.0) + values[at] / config.grad_accumulation
                     at += 1
-            if not math.isfinite(components["loss"]):
-                raise FloatingPointError(f"training loss is {components['loss']} at step {entry['step']}; try a lower lr (SPEC §G: 1e-3)")
+            check_finite_loss(components["loss"], f"step {entry['step']}")
             window["tokens"] += entry["tokens"]
             state["train_tokens"] += entry["tokens"]
             window["seconds"] += entry["seconds"]
