@@ -6,7 +6,7 @@ Every folder under the arguments that holds a fine-tuning ``metrics.json`` is sc
 its prediction files alone:
 
 - UD parsing (``predicted-{dev,test}.conllu``): the paper's LAS and ``las_universal`` (our
-  :func:`~steps.parse.backends.attachment_scores`) and the official CoNLL 2018 scorer's LAS
+  :func:`~steps.evaluate.metrics.attachment_scores`) and the official CoNLL 2018 scorer's LAS
   (``udtools.udeval``), each against the gold treebank file that ``metrics.json`` names under
   ``gold_files``, relative to the data root (``$SIB_DATA_ROOT``). The official figure is what
   ``udeval <gold file> <folder>/predicted-test.conllu`` prints.
@@ -33,8 +33,7 @@ Row = Tuple[str, str, float, Optional[float]]  # (split, figure, recomputed, rec
 
 def rescore_parser(folder: Path, metrics: Dict) -> List[Row]:
     from steps.data.readers import read_conllu
-    from steps.finetune.ud_parser import official_scores
-    from steps.parse.backends import attachment_scores
+    from steps.evaluate.metrics import attachment_scores, official_scores
 
     rows: List[Row] = []
     for split, official_key in (("dev", "udeval_dev"), ("test", "udeval")):
@@ -55,7 +54,8 @@ def rescore_parser(folder: Path, metrics: Dict) -> List[Row]:
 
 
 def rescore_ner(folder: Path, metrics: Dict) -> List[Row]:
-    from steps.finetune.ner import read_predictions, span_scores
+    from steps.evaluate.metrics import span_scores
+    from steps.finetune.ner import read_predictions
 
     rows: List[Row] = []
     for split in ("dev", "test"):
