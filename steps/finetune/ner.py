@@ -46,6 +46,7 @@ from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_
 from steps.common.runtime import derived_seed, fused_adamw, torch_threads
 from steps.evaluate.metrics import span_scores
 from steps.finetune import loop
+from steps.finetune.tasks import downstream_task
 
 logger = logging.getLogger(__name__)
 
@@ -218,6 +219,7 @@ def _batches(features: Sequence[Dict[str, Any]], tags: Sequence[List[int]], batc
 
 
 @Step.register("finetune_ner")
+@downstream_task("ner")
 class FinetuneNer(Step):
     """Fine-tune ``encoder`` (an encoder source, `steps.finetune.encoders`) on WikiAnn NER and score it.
 

@@ -39,6 +39,7 @@ from steps.common.formats import DirectoryFormat, cached_location
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import torch_threads
 from steps.finetune import loop
+from steps.finetune.tasks import downstream_task
 
 logger = logging.getLogger(__name__)
 
@@ -278,6 +279,7 @@ def evaluate(model, features, labels, config: PrOntoConfig, pad_id: int, device)
 
 
 @Step.register("finetune_pronto")
+@downstream_task("pronto")
 class FinetunePronto(Step):
     """Fine-tune an encoder on one PrOnto task and score test accuracy (SPEC §H).
 

@@ -40,6 +40,7 @@ from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import compile_module, derived_seed, fused_adamw, torch_threads
 from steps.finetune import loop
+from steps.finetune.tasks import downstream_task
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ def make_batch(split: Split, indices: Sequence[int]) -> Dict[str, torch.Tensor]:
 
 
 @Step.register("finetune_ud_parser")
+@downstream_task("ud_parser")
 class FinetuneUdParser(Step):
     """Fine-tune an encoder with a biaffine dependency parser on a UD treebank; select on dev LAS.
 
