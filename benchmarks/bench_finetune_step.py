@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models.biaffine_parser import BiaffineDependencyParser  # noqa: E402
 from models.word_encoder import run_packed_lstm  # noqa: E402
 from steps.common.data_root import DataPath  # noqa: E402
-from steps.pretrain.encoders import encode_words_batch, load_encoder  # noqa: E402
+from steps.finetune.encoders import encode_words_batch, load_encoder  # noqa: E402
 from steps.common.batching import bucketed_batches  # noqa: E402
 from steps.common.runtime import compile_module  # noqa: E402
 from steps.finetune.loop import BatchStream, to_device  # noqa: E402

@@ -1,23 +1,14 @@
-"""Benchmark records: one JSON object per line, appended, so a report can list every run."""
+"""Benchmark records: one JSON object per line (the format: `reporting.records`), appended, so a
+report can list every run."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict
 
-
-def read_jsonl(path: Path) -> List[Dict[str, Any]]:
-    """The records appended to ``path``, one JSON object per line."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def append_jsonl(path: Path, records: Sequence[Dict[str, Any]]) -> None:
-    """Append ``records`` to the JSON-lines file ``path`` as they are."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.writelines(json.dumps(record) + "\n" for record in records)
+from reporting.records import append_jsonl, read_jsonl
 
 
 def append_record(path: Path, record: Dict[str, Any]) -> None:

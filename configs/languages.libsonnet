@@ -1,7 +1,8 @@
-// The one table of per-language facts. The builder (lib.libsonnet) reads `treebank` and
-// `wikiann`; Python reads the whole table through reporting/languages.py (report and table
-// titles, Table 1 token counts, tools/make_experiments.py), and tests/test_languages.py holds
-// steps/data/languages.py (which steps import) to the same treebank, WikiAnn, Stanza and corpus facts.
+// The one table of per-language facts: adding a language is one entry here plus its data. The
+// builder (lib.libsonnet) reads `treebank`, `wikiann`, the corpus settings and `ud_finetune`;
+// Python reads the whole table through steps/data/languages.py (the steps: treebank, WikiAnn,
+// Stanza and corpus facts) and reporting/languages.py (report and table titles, notes, Table 1
+// token counts, tools/make_experiments.py), restating none of it.
 //   ud_name, ud_license the treebank as Universal Dependencies names it, and its licence (SPDX id;
 //                       release model cards cite both)
 //   treebank            UD file prefix under <language>/ud/

@@ -116,15 +116,16 @@ local pronto_tables = {
                    column=language, syntax_gat=null, regime=null)::
     local s = scales[scale];
     local by_task = $.regimes_by_task(scale, regime);
-    local label(task) = if by_task == null then scale else "gpu-" + by_task[task];
+    local regime_task = { ud_parser: "ud", ner: "ner" };  // tasks the regimes cover; others keep the scale
+    local label(task) = if by_task == null || !std.objectHas(regime_task, task) then scale else "gpu-" + by_task[regime_task[task]];
     local tuned(step) = if by_task == null then step else $.regime_step(step, by_task, s.finetune_threads);
     local language_ud = std.get(std.get(languages[language], "ud_finetune", {}), std.get(s, "finetune_language_scale", scale), {});
-    local tracking = { wandb: $.wandb_labels(language, row, scale) };
     local parse_everything = encoder_needs_parse || syntax_gat != null;
-    local sla_of(task) = (if parse_everything then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" })
+    local sla_of(task) =
+      assert syntax_gat == null || std.objectHas(syntax_gat, task) : "syntax_gat (gat_finetune) has no settings for task " + task;
+      (if parse_everything then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" })
       + (if syntax_gat == null then {} else { syntax_gat: syntax_gat[task] });
-    local table_column = column;
-    local cell(task, table, column, finetune, label) =
+    local cells(task, table, finetune) =
       {
         [task + "_s" + seed]: tuned(finetune { config+: { seed: seed } })
         for seed in seeds
@@ -135,7 +136,7 @@ local pronto_tables = {
           table: table,
           row: row,
           column: column,
-          scale: label,
+          scale: label(task),
           seed: seed,
         }
         for seed in seeds
@@ -145,23 +146,40 @@ local pronto_tables = {
           scores: [ref(task + "_score_s" + seed) for seed in seeds],
         },
       };
-    cell("ud_parser", "table2", table_column, {
+    // What a task entry (`tasks` below) gets.
+    local context = {
+      language: language, scale: scale, encoder: encoder, row: row, seeds: seeds, column: column,
+      pronto_data: pronto_data, pronto_missing_train: pronto_missing_train, pretrained: pretrained,
+      language_ud: language_ud,  // the language's own UD fine-tuning settings at this scale
+      // The encoder, the parse it is given (`syntax_gat` key `gat_key`) and the W&B labels.
+      encoder_fields(gat_key):: { encoder: encoder } + sla_of(gat_key) + { wandb: $.wandb_labels(language, row, scale) },
+      // One fine-tuning step per seed (`finetune` with config.seed set), its score_cell, and the aggregate_cell.
+      cells(task, table, finetune):: cells(task, table, finetune),
+    };
+    std.foldl(function(steps, task) steps + $.tasks[task](context), std.objectFieldsAll($.tasks), {}),
+
+  // The downstream tasks evaluation_steps builds, one entry each: a function of the context above
+  // returning the task's steps for one encoder ({} where the language has no data for it). A new
+  // task is its step class plus one entry here (docs/extending.md; tests/test_toy_task.py adds one
+  // from outside: `lib + { tasks+:: { toy(c):: ... } }`).
+  tasks:: {
+    ud_parser(c):: c.cells("ud_parser", "table2", {
       type: "finetune_ud_parser",
-      encoder: encoder,
-      train: ud(language, "train"),
-      dev: ud(language, "dev"),
-      test: ud(language, "test"),
-      config: s.finetune.ud + language_ud,
-    } + sla_of("ud") + tracking, label("ud"))
-    + (if std.objectHas(languages[language], "wikiann") then cell("ner", "table3", table_column, {
+      train: ud(c.language, "train"),
+      dev: ud(c.language, "dev"),
+      test: ud(c.language, "test"),
+      config: scales[c.scale].finetune.ud + c.language_ud,
+    } + c.encoder_fields("ud")),
+    ner(c):: if !std.objectHas(languages[c.language], "wikiann") then {} else c.cells("ner", "table3", {
       type: "finetune_ner",
-      encoder: encoder,
-      train: wikiann(language, "train"),
-      dev: wikiann(language, "dev"),
-      test: wikiann(language, "test"),
-      config: s.finetune.ner,
-    } + sla_of("ner") + tracking, label("ner")) else {})
-    + (if pronto_data == null then {} else $.pronto_steps(language, scale, encoder, row, seeds, pronto_data, pronto_missing_train, pretrained)),
+      train: wikiann(c.language, "train"),
+      dev: wikiann(c.language, "dev"),
+      test: wikiann(c.language, "test"),
+      config: scales[c.scale].finetune.ner,
+    } + c.encoder_fields("ner")),
+    pronto(c):: if c.pronto_data == null then {} else
+      $.pronto_steps(c.language, c.scale, c.encoder, c.row, c.seeds, c.pronto_data, c.pronto_missing_train, c.pretrained),
+  },
 
   // {ud: regime, ner: regime} of a scale with fine-tuning regimes (scales.libsonnet `regimes`): each
   // task's `chosen` one, or `regime` for both; null at a scale without regimes.
@@ -469,7 +487,7 @@ local pronto_tables = {
                  else $.experiment(language, condition, scale, seeds=seeds);
     local retitle(steps) = {
       [name]: steps[name] + (if steps[name].type == "score_cell" then
-        { table: { table2: "related:ud", table3: "related:ner" }[steps[name].table] } else {})
+        { table: std.get({ table2: "related:ud", table3: "related:ner" }, steps[name].table, "related:" + steps[name].table) } else {})
       for name in std.objectFields(steps)
     };
     local mlm_metrics = ["accuracy", "bin1", "bin2", "bin3", "bin4", "bin5", "word_completion"];

@@ -9,7 +9,7 @@ here also takes the embedding layer's output (as µBERT's own XPOS head does in 
 
 The encoder is any `transformers` model that returns hidden states (stock ``bert`` exports, µBERT
 with SLA, or an HF model path). An SLA encoder additionally gets the sentence's subword tree
-(``heads``) so that its local branch has a parse to work with; see `steps.pretrain.encoders`.
+(``heads``) so that its local branch has a parse to work with; see `steps.finetune.encoders`.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from .attention import attention_needs_parse, attention_variant
+from .attention.syntax_gat import build_structural_probe, structural_probe_loss
 
 
 class ScalarMix(nn.Module):
@@ -66,8 +67,6 @@ class WordEncoder(nn.Module):
         self.probe_weight = encoder.config.gat_probe_weight if self.uses_upos else 0.0
         self.structural_probe = None
         if self.probe_weight > 0:
-            from .objectives import build_structural_probe
-
             self.structural_probe = build_structural_probe(encoder.config)
         self.auxiliary_loss: torch.Tensor | None = None  # the probe loss of the last training forward
 
@@ -94,8 +93,6 @@ class WordEncoder(nn.Module):
         output = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, **extra)
         self.auxiliary_loss = None
         if self.structural_probe is not None and self.training and output.attention_outputs:
-            from .attention.syntax_gat import structural_probe_loss
-
             self.auxiliary_loss = structural_probe_loss(self.structural_probe, output.attention_outputs, attention_mask, self.probe_weight)
         layers = output.hidden_states if self.mix_embedding_layer else output.hidden_states[1:]
         return mean_pool_words(self.scalar_mix(layers), word_spans, word_mask)

@@ -50,7 +50,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from reporting.graphs import FileGraph, display_path, experiment_files, load_graphs, scale_label
 
 ENCODER_CLASSES = ("PretrainMicrobert", "RandomInitEncoder")
-FINETUNE_CLASSES = {"FinetuneUdParser": "ud_parser", "FinetuneNer": "ner", "FinetunePronto": "pronto"}
+
+
+def finetune_classes() -> Dict[str, str]:
+    """The fine-tuning step classes whose results are cells (step class → task), as they register
+    (`steps.finetune.tasks`)."""
+    import steps  # noqa: F401  (registers the step classes)
+    from steps.finetune.tasks import DOWNSTREAM_TASKS
+
+    return DOWNSTREAM_TASKS
 
 
 @dataclass
@@ -152,10 +160,11 @@ def list_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) -> List[
     """Every cached encoder and fine-tuned cell of the workspace (see the module docstring)."""
     workspace_dir = Path(workspace_dir)
     infos, labels, now = step_infos(workspace_dir), graph_labels(graphs), time.time()
+    cell_classes = finetune_classes()
     entries = []
     for unique_id, folder in cache_dirs(workspace_dir).items():
         step_class = _class_of(unique_id)
-        if step_class not in ENCODER_CLASSES and step_class not in FINETUNE_CLASSES:
+        if step_class not in ENCODER_CLASSES and step_class not in cell_classes:
             continue
         info, label = infos.get(unique_id), labels.get(unique_id, {})
         result = folder / "result"
@@ -219,7 +228,7 @@ def _checkpoint_names() -> Dict[str, str]:
     from steps.finetune.loop import CHECKPOINT_NAME as FINETUNE_CHECKPOINT
     from steps.pretrain.pretrain import CHECKPOINT_NAME as PRETRAIN_CHECKPOINT
 
-    return {"PretrainMicrobert": PRETRAIN_CHECKPOINT, **{name: FINETUNE_CHECKPOINT for name in FINETUNE_CLASSES}}
+    return {"PretrainMicrobert": PRETRAIN_CHECKPOINT, **{name: FINETUNE_CHECKPOINT for name in finetune_classes()}}
 
 
 def _selection_metrics() -> Dict[str, str]:

@@ -32,9 +32,9 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from reporting.graphs import FileGraph, cached_result, display_path, load_graphs
+from reporting.cells import CSV_FIELDS, Cell, collect_cells, dev_values_text, merge_record, record_cells
+from reporting.graphs import REPO, FileGraph, cached_result, display_path, load_graphs
 from reporting.significance import paired_difference
-from reporting.tables import REPO, Cell, collect_cells, merge_record, record_cells
 from steps.common.formats import DamagedCacheEntry
 from steps.evaluate.scoring import format_mean_sd
 
@@ -319,10 +319,8 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
 
 
 def to_csv(cells: Sequence[Cell], effort: Dict) -> str:
-    """The record: the tables' CSV fields (reporting.tables.record_cells reads it back) plus steps run
+    """The record: the tables' CSV fields (reporting.cells.record_cells reads it back) plus steps run
     and best epoch."""
-    from reporting.tables import CSV_FIELDS, dev_values_text
-
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_FIELDS + EXTRA_FIELDS)

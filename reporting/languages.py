@@ -1,25 +1,18 @@
-"""The per-language facts of ``configs/languages.libsonnet``, read from Python.
+"""What the reports need of the per-language facts of ``configs/languages.libsonnet`` (titles,
+notes, corpus variants, paper Table 1 counts), and the builder's condition lists.
 
-The builder and these readers share that one table, so a language's treebank, WikiAnn code, titles
-and paper Table 1 count are written once.
+The facts are read once, by `steps.data.languages.language_facts` (``languages`` here); nothing
+about a language is written in Python.
 """
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from steps.data.languages import language_facts as languages
+
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-LANGUAGES_LIBSONNET = CONFIGS / "languages.libsonnet"
-
-
-@lru_cache(maxsize=None)
-def languages() -> Dict[str, dict]:
-    """{language: its facts}; rjsonnet is the Jsonnet evaluator Tango itself uses."""
-    from rjsonnet import evaluate_file
-
-    return json.loads(evaluate_file(str(LANGUAGES_LIBSONNET)))
 
 
 def paper_languages() -> Dict[str, dict]:

@@ -25,12 +25,13 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from tango import Workspace
 from tango.step_info import StepInfo
 
-from benchmarks.records import read_jsonl
 from reporting.cache import unfinished_entries
-from reporting.graphs import FileGraph, experiment_files, load_graphs, scales_of_steps
+from reporting.cells import collect_cells, merge_record, record_cells
+from reporting.graphs import REPO, FileGraph, experiment_files, load_graphs, scales_of_steps
 from reporting.languages import languages, short_title
+from reporting.records import read_jsonl
 from reporting import tables
-from reporting.tables import REPO, collect_cells, markdown_summary, merge_record, record_cells, related_summary
+from reporting.tables import markdown_summary, related_summary
 
 DOCS_RESULTS = REPO / "docs" / "RESULTS.md"
 ENGINEERING = "engineering.md"  # beside the report, as runs.csv is

@@ -4,8 +4,9 @@
                precompute_soft_labels
     parse/     train_corpus_parser, parse_corpus (Stanza or UDPipe behind one CorpusParser)
     pretrain/  pretrain_microbert, random_init_encoder
-    finetune/  finetune_ud_parser, finetune_ner, finetune_pronto (and pronto_texts)
-    evaluate/  score_cell, aggregate_cell, mlm_accuracy
+    finetune/  finetune_ud_parser, finetune_ner, finetune_pronto (and pronto_texts); encoder loading; the
+               downstream-task registry
+    evaluate/  score_cell, aggregate_cell, mlm_accuracy; the metrics (LAS, CoNLL 2018 scorer, span F1)
     tg/        load_treebank_trees, build_tg_actions, train_tg_lm, evaluate_tg_lm (Transformer Grammars),
                build_agreement_pairs, evaluate_tg_agreement (the EWT subject–verb agreement probe)
     common/    what every stage uses: data root, formats, seeds and threads, batching

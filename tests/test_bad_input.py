@@ -22,8 +22,8 @@ from tango.workspaces import LocalWorkspace
 from steps.common.data_root import DATA_ROOT_ENV, DataError, DataPath, normalised_copy
 from steps.data.corpus import LoadCorpus
 from steps.data.readers import read_conllu, read_corpus_documents
-from steps.finetune.ner import FinetuneNer, read_bio, span_scores
-from steps.parse.backends import attachment_scores
+from steps.evaluate.metrics import attachment_scores, span_scores
+from steps.finetune.ner import FinetuneNer, read_bio
 from steps.parse.corpus_parser import TrainCorpusParser
 
 REPO = Path(__file__).resolve().parents[1]

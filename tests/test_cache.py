@@ -115,7 +115,7 @@ def _readme_example() -> str:
 
 
 def test_readme_example_loads_the_cached_encoder_with_stock_transformers(small_cache):
-    from steps.pretrain.encoders import load_encoder
+    from steps.finetune.encoders import load_encoder
 
     workspace, graphs = small_cache
     step = graphs["kept"][1]["pretrained_model"]
@@ -160,7 +160,7 @@ def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     completed = subprocess.run([sys.executable, "-I", "-c", probe, str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert completed.returncode == 0, completed.stderr[-2000:]
-    from steps.pretrain.encoders import load_encoder
+    from steps.finetune.encoders import load_encoder
 
     model, tokenizer = load_encoder(workspace.step_dir(step) / "result")
     with torch.no_grad():

@@ -5,21 +5,70 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from reporting.languages import languages, paper_languages
-from steps.data.languages import LANGUAGES
+from steps.common.data_root import DataError
+from steps.data import languages as step_languages
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_steps_language_table_agrees_with_the_builder_table():
-    # steps/data/languages.py is imported by the hashed steps; until it reads the libsonnet
-    # itself, it must say the same thing.
-    table = languages()
-    assert set(table) == set(LANGUAGES)
-    for name, language in LANGUAGES.items():
-        facts = table[name]
+def test_every_language_has_what_the_steps_read():
+    for name, facts in languages().items():
+        language = step_languages.get_language(name)
         assert (language.treebank, language.wikiann, language.stanza_code, language.corpus_format) == (
             facts["treebank"], facts.get("wikiann"), facts["stanza_code"], facts["corpus_format"]), name
+
+
+KLINGON = ('  klingon: { treebank: "tlh_qo", wikiann: "tlh", stanza_code: "tlh", corpus_format: "plain_text",\n'
+           '             title: "Klingon", short_title: "Kl." },\n')
+
+
+@pytest.fixture
+def table_with(tmp_path, monkeypatch):
+    """``table_with(entry)``: a copy of configs/ whose languages.libsonnet has ``entry`` added, read
+    by steps/data/languages.py (and so reporting/languages.py) instead of the real one."""
+    import shutil
+
+    def make(entry: str) -> Path:
+        configs = tmp_path / "configs"
+        shutil.copytree(REPO / "configs", configs)
+        table = configs / "languages.libsonnet"
+        text = table.read_text(encoding="utf-8")
+        end = text.rindex("}")  # the table's closing brace
+        table.write_text(text[:end] + entry + text[end:], encoding="utf-8")
+        monkeypatch.setattr(step_languages, "LANGUAGES_LIBSONNET", table)
+        step_languages.language_facts.cache_clear()
+        return configs
+
+    yield make
+    step_languages.language_facts.cache_clear()
+
+
+def test_a_language_is_one_entry_in_languages_libsonnet(table_with):
+    from rjsonnet import evaluate_snippet
+
+    from reporting.languages import short_title
+
+    configs = table_with(KLINGON)
+    language = step_languages.get_language("klingon")
+    assert (language.ud_path("train"), language.wikiann_path("dev"), language.corpus_path, language.stanza_code) == (
+        "klingon/ud/tlh_qo-ud-train.conllu", "klingon/wikiann/wikiann-tlh_dev.bio", "klingon/corpus", "tlh")
+    assert short_title("klingon") == "Kl." and "klingon" not in paper_languages()
+    # The builder reads the same entry: the control experiment's data, UD and NER steps.
+    built = json.loads(evaluate_snippet("klingon", f'(import "{(configs / "lib.libsonnet").as_posix()}")'
+                                                   '.random_init_experiment("klingon", "smoke")'))["steps"]
+    assert built["corpus"]["corpus"]["path"] == language.corpus_path
+    assert [built["ud_parser_s42"][split]["path"] for split in ("train", "dev", "test")] == [
+        language.ud_path(split) for split in ("train", "dev", "test")]
+    assert built["ner_s42"]["test"]["path"] == language.wikiann_path("test")
+
+
+def test_a_language_entry_without_what_the_steps_need_is_refused(table_with):
+    table_with('  vulcan: { treebank: "vul_x", corpus_format: "plain_text", title: "Vulcan", short_title: "Vulcan" },\n')
+    with pytest.raises(DataError, match=r"languages.libsonnet: language 'vulcan' lacks stanza_code"):
+        step_languages.get_language("vulcan")
 
 
 def test_paper_languages_are_the_paper_tables_columns():

@@ -126,7 +126,7 @@ def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes
     from tango.step_graph import StepGraph
 
     import steps  # noqa: F401
-    from reporting.tables import REPO
+    from reporting.graphs import REPO
 
     def graph(path):
         return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
@@ -156,7 +156,7 @@ def test_cpu_relpos_changes_only_the_pretrained_positions():
     from tango.step_graph import StepGraph
 
     import steps  # noqa: F401
-    from reporting.tables import REPO
+    from reporting.graphs import REPO
 
     def graph(path):
         return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
@@ -203,7 +203,7 @@ def test_the_reference_head_regime_changes_only_the_head():
     """paper_tenth_reference is paper_tenth with reference_head set on each fine-tune, nothing else."""
     from tango.common import Params
 
-    from reporting.tables import REPO
+    from reporting.graphs import REPO
 
     def steps(path):
         return Params.from_file(REPO / path).as_dict()["steps"]

@@ -14,7 +14,8 @@ from models.crf_tagger import BioulCrf, bioul_constraints
 from steps.common.data_root import DataError, DataPath
 from steps.common.formats import cached_location
 from steps.pretrain.encoders import RandomInitEncoder
-from steps.finetune.ner import FinetuneNer, NerConfig, batch_order, bio_to_bioul, check_bioul, read_bio, read_predictions, span_scores
+from steps.evaluate.metrics import span_scores
+from steps.finetune.ner import FinetuneNer, NerConfig, batch_order, bio_to_bioul, check_bioul, read_bio, read_predictions
 
 LABELS = ["O", "B-LOC", "I-LOC", "L-LOC", "U-LOC", "B-PER", "I-PER", "L-PER", "U-PER"]
 TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
@@ -241,7 +242,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_ends_identically(tiny_enco
 def test_reference_head_mixes_the_transformer_layers_only_keyed_only_when_set(tiny_encoders, wikiann_slice, tmp_path):
     """AllenNLP's embedder leaves the embedding layer out of the scalar mix; here only when asked."""
     from models.crf_tagger import CrfTagger
-    from steps.pretrain.encoders import load_encoder
+    from steps.finetune.encoders import load_encoder
 
     plain = ner_step(tiny_encoders["M"], wikiann_slice, epochs=1)
     assert ner_step(tiny_encoders["M"], wikiann_slice, epochs=1, reference_head=False).unique_id == plain.unique_id

@@ -13,10 +13,9 @@ from models.biaffine_parser import BiaffineDependencyParser, ParserOutput, greed
 from steps.common.data_root import DataPath
 from steps.pretrain.encoders import RandomInitEncoder
 from steps.finetune.ud_parser import FinetuneUdParser, ParserTrainingConfig, bucketed_batches
-from steps.parse.backends import PUNCTUATION_UPOS
 from steps.data.readers import check_tree, read_conllu
 from steps.evaluate import rescore
-from steps.finetune.ud_parser import official_scores
+from steps.evaluate.metrics import PUNCTUATION_UPOS, official_scores
 
 TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
               "max_position_embeddings": 128}
@@ -163,7 +162,7 @@ def test_decode_gives_chu_liu_edmonds_trees_with_or_without_the_greedy_shortcut(
 
 
 def test_parser_loss_and_decode_shapes(plain_encoder):
-    from steps.pretrain.encoders import load_encoder
+    from steps.finetune.encoders import load_encoder
 
     encoder, _ = load_encoder(plain_encoder)
     torch.manual_seed(0)
@@ -416,7 +415,7 @@ def test_variational_dropout_drops_the_same_features_at_every_position():
 def test_reference_mix_leaves_the_embedding_layer_out(plain_encoder):
     """mix_embedding_layer=False mixes hidden_states[1:] (AllenNLP's embedder); the default all of them."""
     from models.word_encoder import WordEncoder
-    from steps.pretrain.encoders import load_encoder
+    from steps.finetune.encoders import load_encoder
 
     encoder, _ = load_encoder(plain_encoder)
     encoder.eval()
@@ -445,7 +444,7 @@ def test_reference_head_is_keyed_only_when_set_and_recorded(plain_encoder, treeb
     metrics = json.loads((reference.result(LocalWorkspace(tmp_path)) / "metrics.json").read_text())
     assert metrics["reference_head"] is True and metrics["best_epoch"] is not None
     # The model it built: variational dropout on the LSTM output and the MLPs, the mix without embeddings.
-    from steps.pretrain.encoders import load_encoder
+    from steps.finetune.encoders import load_encoder
 
     parser = BiaffineDependencyParser(load_encoder(plain_encoder)[0], 3, variational_dropout=True, mix_embedding_layer=False)
     assert isinstance(parser.encoded_dropout, VariationalDropout) and isinstance(parser.arc_dep_mlp[2], VariationalDropout)

@@ -122,7 +122,8 @@ def test_local_conditions_pretrain_through_the_step(condition, pretraining_data,
 def test_mlm_accuracy_of_local_conditions_and_the_related_table(pretraining_data, tokenizer_dir, tmp_path):
     """Smoke-pretrained M-A5 and C5 through the MLM-accuracy step on real Wolof dev sentences, and
     their cells in the related-biases Markdown."""
-    from reporting.tables import Cell, related_markdown
+    from reporting.cells import Cell
+    from reporting.tables import related_markdown
     from steps.common.data_root import DataPath
     from steps.evaluate.mlm_accuracy import MlmAccuracy, frequency_bins
 

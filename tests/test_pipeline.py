@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import SUBPROCESS_TIMEOUT_S
 
-from steps.parse.backends import CorpusParser, ParserBudget, attachment_scores, evaluate_parser, train_udpipe
+from steps.evaluate.metrics import attachment_scores
+from steps.parse.backends import CorpusParser, ParserBudget, evaluate_parser, train_udpipe
 from steps.data.readers import read_conllu, write_conllu
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,11 +13,10 @@ import pytest
 from tango.workspaces import LocalWorkspace
 
 from reporting import report, tables
-from reporting.graphs import FileGraph, load_graphs, scale_label, scales_of_steps
+from reporting.cells import Cell, record_cells
+from reporting.graphs import REPO, FileGraph, load_graphs, scale_label, scales_of_steps
 from reporting.significance import T_975, interval, paired_difference, t_quantile_975
 from test_tables import _experiment, _run
-
-REPO = tables.REPO
 
 
 def _hashes(folder: Path):
@@ -46,7 +45,7 @@ def test_user_run_leaves_docs_untouched(one_cached_cell):
 
     markdown = (workspace_dir / "tables" / "cpu" / "table2.md").read_text()
     assert "| Wolof ours | docs | paper |" in markdown
-    recorded_m = next(c for c in tables.record_cells(tables.DOCS_TABLES) if (c.table, c.scale, c.row, c.column) == ("table2", "cpu", "M", "wolof"))
+    recorded_m = next(c for c in record_cells(tables.DOCS_TABLES) if (c.table, c.scale, c.row, c.column) == ("table2", "cpu", "M", "wolof"))
     m_line = next(line for line in markdown.splitlines() if line.startswith("| µB-M |"))
     assert m_line.startswith(f"| µB-M | — | {tables._cell_text(recorded_m, mark_recorded=False)} | 77.71 |")  # ours beside the record's
     assert next(line for line in markdown.splitlines() if line.startswith("| µB-MP |")).startswith("| µB-MP | 74.50 ± 0.71 |")
@@ -60,7 +59,7 @@ def test_update_docs_writes_the_record_and_keeps_what_the_cache_lacks(one_cached
     shutil.copytree(tables.DOCS_TABLES, docs_tables)
     monkeypatch.setattr(tables, "DOCS_TABLES", docs_tables)
     monkeypatch.setattr(report, "DOCS_RESULTS", docs_results)
-    recorded_m = next(c for c in tables.record_cells(docs_tables) if (c.table, c.scale, c.row, c.column) == ("table2", "cpu", "M", "wolof"))
+    recorded_m = next(c for c in record_cells(docs_tables) if (c.table, c.scale, c.row, c.column) == ("table2", "cpu", "M", "wolof"))
 
     assert tables.main([str(experiment), "--workspace", str(workspace_dir), "--update-docs"]) == 0
     assert report.main(["--workspace", str(workspace_dir), "--update-docs"]) == 0
@@ -308,13 +307,13 @@ def test_update_docs_keeps_the_figures_the_cache_does_not_redraw(tmp_path):
 def test_the_record_keeps_each_seeds_dev_score(tmp_path):
     """The tables' CSV carries the per-seed dev scores, so a cell read back from the record (its
     cache lost) still has its dev mean and sd, as the scoring step computed them."""
-    cell = tables.Cell("table2", "cpu", "M", "wolof", {
+    cell = Cell("table2", "cpu", "M", "wolof", {
         "seeds": [42, 43, 44], "n": 3, "test": {"mean": 68.0, "sd": 1.0, "values": [67.0, 68.0, 69.0]},
         "dev": {"mean": 70.0, "sd": 2.0, "values": [68.0, 70.0, 72.0]}})
     columns, table_rows = tables.build_table("table2", "cpu", [cell], json.loads(tables.PAPER_TABLES.read_text()))
     (tmp_path / "cpu").mkdir()
     (tmp_path / "cpu" / "table2.csv").write_text(tables.to_csv("table2", "cpu", columns, table_rows, [cell]))
-    (back,) = tables.record_cells(tmp_path)
+    (back,) = record_cells(tmp_path)
     assert back.recorded and back.result["dev"]["values"] == [68.0, 70.0, 72.0]
     assert back.result["dev"]["mean"] == pytest.approx(70.0) and back.result["dev"]["sd"] == pytest.approx(2.0)
     assert back.result["test"]["values"] == [67.0, 68.0, 69.0]
@@ -345,9 +344,9 @@ def test_corpus_parser_against_fine_tuned_encoder(tmp_path):
     assert las == {"wolof": 71.99, "maltese": 74.31}
     result = lambda values: {"seeds": list(range(len(values))), "n": len(values),  # noqa: E731
                              "test": {"mean": statistics.fmean(values), "sd": statistics.stdev(values), "values": values}}
-    cells = [tables.Cell("table2", "cpu", "M", "wolof", result([68.0, 69.0]), recorded=True),
-             tables.Cell("table2", "cpu", "random-init", "wolof", result([67.0, 67.0])),
-             tables.Cell("table2", "paper", "M", "maltese", result([80.0, 80.0]))]  # another scale: no Maltese row
+    cells = [Cell("table2", "cpu", "M", "wolof", result([68.0, 69.0]), recorded=True),
+             Cell("table2", "cpu", "random-init", "wolof", result([67.0, 67.0])),
+             Cell("table2", "paper", "M", "maltese", result([80.0, 80.0]))]  # another scale: no Maltese row
     rows = [line for line in report.parser_against_encoder_section(cells, las).splitlines() if line.startswith("| ")]
     assert rows[1:] == ["| wolof | 71.99 | 68.50 ± 0.71 † | -3.49 | 67.00 ± 0.00 | 77.71 |"]
     assert report.parser_against_encoder_section(cells[2:], las) == report.NOTHING

@@ -18,6 +18,8 @@ from tango.workspaces import LocalWorkspace
 
 import steps  # noqa: F401
 from reporting import tables
+from reporting.cells import Cell, collect_cells, merge_record, record_cells
+from reporting.graphs import REPO
 
 
 def _experiment(path: Path, row: str, column: str, seeds_and_las) -> Path:
@@ -52,7 +54,7 @@ def test_tables_from_partly_filled_cache(tmp_path):
     _run(random_init, workspace)
     _run(other_seed, workspace)
 
-    cells, problems = tables.collect_cells([computed, pending, random_init, other_seed], workspace.dir)
+    cells, problems = collect_cells([computed, pending, random_init, other_seed], workspace.dir)
     assert not problems
     by_row = {c.row: c for c in cells}
     assert by_row["M"].result is not None and by_row["MX"].result is None  # MX was never run
@@ -91,7 +93,7 @@ def test_corpus_variant_against_its_language(tmp_path):
              _experiment(tmp_path / "coptic_m_leakfree.json", "M", "coptic_leakfree", [(1, 79.0), (2, 80.0), (3, 81.0)])]
     for file in files:
         _run(file, workspace)
-    cells, _ = tables.collect_cells(files, workspace.dir)
+    cells, _ = collect_cells(files, workspace.dir)
     tables.write_tables(cells, tmp_path / "tables")
     markdown = (tmp_path / "tables" / "cpu" / "table2.md").read_text()
     assert "| Coptic leak-free‡ ours | paper |" in markdown and "Coptic leak-free: UD Coptic-Scriptorium r2.11" in markdown
@@ -110,14 +112,14 @@ def test_a_cell_shows_its_result_with_the_most_seeds(tmp_path):
     for file in (one, three):
         _run(file, workspace)
     for order in ([one, three], [three, one]):
-        (cell,), _ = tables.collect_cells(order, workspace.dir)
+        (cell,), _ = collect_cells(order, workspace.dir)
         assert cell.result["n"] == 3 and cell.mean == pytest.approx(81.0)
-    (single,), _ = tables.collect_cells([one], workspace.dir)
-    (recorded,), _ = tables.collect_cells([three], workspace.dir)
+    (single,), _ = collect_cells([one], workspace.dir)
+    (recorded,), _ = collect_cells([three], workspace.dir)
     recorded.recorded = True
-    assert tables.merge_record([single], [recorded]) == [recorded]
-    (again,), _ = tables.collect_cells([three], workspace.dir)
-    assert tables.merge_record([again], [recorded]) == [again]
+    assert merge_record([single], [recorded]) == [recorded]
+    (again,), _ = collect_cells([three], workspace.dir)
+    assert merge_record([again], [recorded]) == [again]
 
 
 def test_aggregate_refuses_mixed_cells():
@@ -134,7 +136,7 @@ def test_aggregate_refuses_mixed_cells():
 def test_every_experiment_file_builds_a_step_graph():
     """Each experiment file evaluates with the builder and names only registered step types
     (a scale block missing a field fails here, not twenty minutes into a run)."""
-    files = sorted(tables.REPO.joinpath("experiments").rglob("*.jsonnet"))
+    files = sorted(REPO.joinpath("experiments").rglob("*.jsonnet"))
     assert len(files) > 100
     registered = set(Step.list_available())
     for path in files:
@@ -147,7 +149,7 @@ def test_pronto_fine_tuning_rate_follows_the_encoder_kind():
     """At cpu scale a pretrained encoder fine-tunes PrOnto at `pronto_pretrained`'s rate and the
     random-init control at the plain `pronto` rate; task-specific settings still apply to both."""
     def pronto_configs(name):
-        steps = Params.from_file(tables.REPO / "experiments" / name).as_dict(quiet=True)["steps"]
+        steps = Params.from_file(REPO / "experiments" / name).as_dict(quiet=True)["steps"]
         return {step["task"]: step["config"] for step in steps.values() if step["type"] == "finetune_pronto"}
 
     pretrained, control = pronto_configs("spanish_pronto_sample_m.jsonnet"), pronto_configs("spanish_pronto_sample.jsonnet")
@@ -165,23 +167,23 @@ def test_agreement_table_shows_its_cells_beside_the_tg_papers_finding(tmp_path):
     def cell(row, accuracies):
         scores = [dict(table="tg_agreement", row=row, column="english", scale="cpu", task="agreement", metric="accuracy",
                        seed=42 + i, test=value, dev=None) for i, value in enumerate(accuracies)]
-        return tables.Cell("tg_agreement", "cpu", row, "english", result=AggregateCell().run(scores=scores))
+        return Cell("tg_agreement", "cpu", row, "english", result=AggregateCell().run(scores=scores))
 
-    cells = [cell("tg", [60.0, 62.0, 64.0]), cell("txl_trees", [58.0, 58.0, 61.0]), tables.Cell("tg_agreement", "cpu", "txl_terminals", "english")]
+    cells = [cell("tg", [60.0, 62.0, 64.0]), cell("txl_trees", [58.0, 58.0, 61.0]), Cell("tg_agreement", "cpu", "txl_terminals", "english")]
     tables.write_tables(cells, tmp_path, scales=["cpu"])
     markdown = (tmp_path / "cpu" / "tg_agreement.md").read_text()
     rows = {line.split("|")[1].strip(): line for line in markdown.splitlines() if line.startswith("| ")}
     assert "62.00 ± 2.00" in rows["TG"] and "59.00 ± 1.73" in rows["TXL (trees)"] and "—" in rows["TXL (terminals)"]
     assert "Wolof" not in markdown and "TG 82.5 ± 1.6 > TXL (trees) 80.2 ± 1.6" in markdown
     assert "Here, best first: English TG 62.00 > TXL (trees) 59.00." in markdown  # accuracy: higher first
-    perplexities = [tables.Cell("tg", "cpu", row, "wolof", result=AggregateCell().run(scores=[
+    perplexities = [Cell("tg", "cpu", row, "wolof", result=AggregateCell().run(scores=[
         dict(table="tg", row=row, column="wolof", scale="cpu", task="language_modelling", metric="perplexity",
              seed=42, test=value, dev=None)])) for row, value in (("tg", 20.0), ("txl_terminals", 10.0))]
     tables.write_tables(perplexities, tmp_path, scales=["cpu"])
     assert "Here, best first: Wolof TXL (terminals) 10.00 < TG 20.00." in (tmp_path / "cpu" / "tg.md").read_text()
 
     # RESULTS.md: the TG tables leave the paper tables' summary for their own section, finding included.
-    paper_cell = tables.Cell("table2", "cpu", "M", "wolof", result=AggregateCell().run(scores=[
+    paper_cell = Cell("table2", "cpu", "M", "wolof", result=AggregateCell().run(scores=[
         dict(table="table2", row="M", column="wolof", scale="cpu", task="ud", metric="las", seed=42, test=68.0, dev=67.0)]))
     paper_summary = tables.markdown_summary(cells + [paper_cell])
     tg_summary = tables.markdown_summary(cells + [paper_cell], tables=sorted(tables.LOCAL_TABLES))
@@ -194,7 +196,7 @@ def test_related_table_shows_languages_with_results_and_each_finding_once():
     paper's finding is written once under the table, naming its rows, not repeated per row."""
     def cell(table, row, language, value=None):
         result = None if value is None else {"seeds": [42, 43], "n": 2, "test": {"mean": value, "sd": 1.0, "values": [value - 1, value + 1]}}
-        return tables.Cell(table, "cpu", row, language, result)
+        return Cell(table, "cpu", row, language, result)
 
     empty = [cell("related:ud", row, language) for row in ("M", "M-A5", "M-A9", "C5") for language in ("wolof", "maltese")]
     text = tables.related_markdown(empty, "cpu", title="Related")
@@ -211,7 +213,7 @@ def test_mlm_accuracy_table_says_what_its_bins_are_and_has_no_intervals(tmp_path
     """One pretraining per row gives no seed spread: mlm_accuracy.md carries the note on bins and no
     Δ section; related.md keeps its Δ lines."""
     def cell(table, row, value):
-        return tables.Cell(table, "cpu", row, "wolof", {"seeds": [42], "n": 1, "test": {"mean": value, "sd": 0.0, "values": [value]}})
+        return Cell(table, "cpu", row, "wolof", {"seeds": [42], "n": 1, "test": {"mean": value, "sd": 0.0, "values": [value]}})
 
     cells = [cell(table, row, value) for table, _ in tables.MLM_COLUMNS for row, value in (("M", 8.0), ("C5", 18.0))]
     tables.write_related_tables(cells, tmp_path)
@@ -229,7 +231,7 @@ def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path
                   "test": {"mean": sum(values) / len(values), "sd": 0.5 if len(values) > 1 else 0.0, "values": values}}
         if dev:
             result["dev"] = {"mean": sum(dev) / len(dev), "sd": 0.1, "values": dev}
-        return tables.Cell(table, "cpu", row, "wolof", result)
+        return Cell(table, "cpu", row, "wolof", result)
 
     cached = [cell("related:ud", "M", [68.0, 68.5, 69.0], dev=[70.0, 70.5, 71.0]),
               cell("related:ud", "M-A5", [69.0, 70.0, 70.5]),
@@ -238,16 +240,16 @@ def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path
     tables.write_related_tables(cached, record_dir)
     assert {p.name for p in (record_dir / "cpu").iterdir()} == {"related.md", "related.csv", "mlm_accuracy.md", "mlm_accuracy.csv"}
 
-    record = tables.record_cells(record_dir)
+    record = record_cells(record_dir)
     by_key = {(c.table, c.row): c for c in record}
     assert by_key[("related:ud", "M")].result["test"]["values"] == [68.0, 68.5, 69.0]
     assert by_key[("related:ud", "M")].result["dev"]["values"] == [70.0, 70.5, 71.0]
     assert by_key[("mlm:bin1", "C5")].result["test"]["mean"] == 3.5 and by_key[("mlm:bin1", "C5")].recorded
 
     # A later cache knows the same cells but has none of their results, and one new row.
-    later = [tables.Cell(c.table, "cpu", c.row, "wolof") for c in cached] + [cell("mlm:accuracy", "H", [9.0])]
+    later = [Cell(c.table, "cpu", c.row, "wolof") for c in cached] + [cell("mlm:accuracy", "H", [9.0])]
     out = tmp_path / "again"
-    tables.write_related_tables(tables.merge_record(later, record), out)
+    tables.write_related_tables(merge_record(later, record), out)
     related = (out / "cpu" / "related.md").read_text()
     assert "| µB-M-A5 | 69.83 ± 0.50 † |" in related and "† not in the cache that wrote this table" in related
     assert "| µB-M-A5 | Wolof UD LAS | +1.33 ± " in related  # paired over the recorded per-seed values (1, 1.5, 1.5)
@@ -260,9 +262,9 @@ def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path
     tables.write_related_tables(later, tmp_path / "bare")
     assert "| µB-M-A5 | — |" in (tmp_path / "bare" / "cpu" / "related.md").read_text()
     # RESULTS.md's section: both tables of a scale with a result, nothing for a cache without one.
-    summary = tables.related_summary(tables.merge_record(later, record))
+    summary = tables.related_summary(merge_record(later, record))
     assert summary.count("### Related biases") == 1 and summary.count("### MLM accuracy") == 1
-    assert tables.related_summary([tables.Cell(c.table, "cpu", c.row, "wolof") for c in cached]) == ""
+    assert tables.related_summary([Cell(c.table, "cpu", c.row, "wolof") for c in cached]) == ""
 
 
 def test_the_paper_scale_files_make_their_own_tables_and_the_grid_does_not():

@@ -9,8 +9,7 @@ import pytest
 
 from steps.data.readers import read_conllu, write_conllu, write_predicted_conllu
 from steps.evaluate import rescore
-from steps.finetune.ud_parser import official_scores
-from steps.parse.backends import attachment_scores
+from steps.evaluate.metrics import attachment_scores, official_scores
 
 WOLOF_DEV = "wolof/ud/wo_wtb-ud-dev.conllu"
 

@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     parser.add_argument("--note", default="", help="which code it measured")
     parser.add_argument("--json", type=Path, help="append the records here")
     args = parser.parse_args(argv)
-    from benchmarks.records import append_jsonl
+    from reporting.records import append_jsonl
 
     records = epoch_costs(args.records, args.processes, args.label, args.gpu, args.note)
     for record in records:

@@ -213,6 +213,11 @@ class StructuralProbe(nn.Module):
         return squared.clamp(min=0), self.depth_probe(states).pow(2).sum(-1)
 
 
+def build_structural_probe(config) -> StructuralProbe:
+    """Probes of rank ``gat_probe_rank`` (None: one GAT head's width, the reference's head_dim × 1)."""
+    return StructuralProbe(gat_output_size(config), config.gat_probe_rank or gat_head_size(config))
+
+
 def structural_probe_losses(
     predicted_distance: torch.Tensor,
     predicted_depth: torch.Tensor,
@@ -243,6 +248,6 @@ def structural_probe_loss(probe: StructuralProbe, side_outputs: dict, attention_
 
 
 __all__ = [
-    "GAT_FUSIONS", "GraphAttentionLayer", "StructuralProbe", "SyntaxGuidedAttention", "UPOS_TAGS", "gat_allowed_mask",
+    "GAT_FUSIONS", "GraphAttentionLayer", "StructuralProbe", "SyntaxGuidedAttention", "UPOS_TAGS", "build_structural_probe", "gat_allowed_mask",
     "gat_output_size", "gat_tree_distance", "structural_probe_loss", "structural_probe_losses", "subword_upos_ids", "upos_id",
 ]

@@ -29,7 +29,7 @@ from .synclm import (  # noqa: E402  (registers P, T)
     tree_loss,
     tree_similarity,
 )
-from .structural_probe import StructuralProbeLoss, build_structural_probe  # noqa: E402  (registers S)
+from .structural_probe import StructuralProbeLoss  # noqa: E402  (registers S)
 
 # After P and T: new objectives register last so the paper conditions' loss order never changes.
 from .limited_context import LimitedContextMLM, limited_context_windows  # noqa: E402  (registers C)
@@ -40,6 +40,6 @@ __all__ = [
     "MaskedLanguageModelling", "MicroBertMLMHead", "MicroBertXposHead", "ObjectiveInputs", "ObjectiveLoss",
     "PhraseContrastive", "PretrainingObjective", "ScalarMix", "StructuralProbeLoss", "TreeContrastive", "XposTagging",
     "info_nce_loss", "masked_jsd", "mean_pool_words", "objectives_for", "phrase_loss", "phrase_similarity",
-    "build_structural_probe", "register_objective", "sequence_cross_entropy", "check_objectives", "objective_sizes",
+    "register_objective", "sequence_cross_entropy", "check_objectives", "objective_sizes",
     "LimitedContextMLM", "limited_context_windows", "SoftLabelMLM", "soft_target_cross_entropy", "tree_loss", "tree_similarity",
 ]

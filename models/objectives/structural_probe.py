@@ -12,13 +12,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..attention.syntax_gat import StructuralProbe, gat_head_size, gat_output_size, structural_probe_loss
+from ..attention.syntax_gat import build_structural_probe, structural_probe_loss
 from .base import PER_BATCH, ObjectiveInputs, ObjectiveLoss, PretrainingObjective, register_objective
-
-
-def build_structural_probe(config) -> StructuralProbe:
-    """Probes of rank ``gat_probe_rank`` (None: one GAT head's width, the reference's head_dim × 1)."""
-    return StructuralProbe(gat_output_size(config), config.gat_probe_rank or gat_head_size(config))
 
 
 @register_objective

@@ -9,7 +9,7 @@ Prediction files may be gzipped (``predicted-test.conllu.gz``, as ``tools/export
 commits them); they are scored as the plain file would be.
 
 - UD parsing (``predicted-{dev,test}.conllu``): the paper's LAS and ``las_universal`` (our
-  :func:`~steps.parse.backends.attachment_scores`) and the official CoNLL 2018 scorer's LAS
+  :func:`~steps.evaluate.metrics.attachment_scores`) and the official CoNLL 2018 scorer's LAS
   (``udtools.udeval``), each against the gold treebank file that ``metrics.json`` names under
   ``gold_files``, relative to the data root (``$SIB_DATA_ROOT``). The official figure is what
   ``udeval <gold file> <folder>/predicted-test.conllu`` prints (on the unzipped file).
@@ -54,8 +54,7 @@ def prediction_file(folder: Path, name: str) -> Iterator[Optional[Path]]:
 
 def rescore_parser(folder: Path, metrics: Dict) -> List[Row]:
     from steps.data.readers import read_conllu
-    from steps.finetune.ud_parser import official_scores
-    from steps.parse.backends import attachment_scores
+    from steps.evaluate.metrics import attachment_scores, official_scores
 
     rows: List[Row] = []
     for split, official_key in (("dev", "udeval_dev"), ("test", "udeval")):
@@ -76,7 +75,8 @@ def rescore_parser(folder: Path, metrics: Dict) -> List[Row]:
 
 
 def rescore_ner(folder: Path, metrics: Dict) -> List[Row]:
-    from steps.finetune.ner import read_predictions, span_scores
+    from steps.evaluate.metrics import span_scores
+    from steps.finetune.ner import read_predictions
 
     rows: List[Row] = []
     for split in ("dev", "test"):

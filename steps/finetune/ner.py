@@ -38,13 +38,15 @@ from tango.common import FromParams
 
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataError, DataPath, iter_lines
-from steps.pretrain.encoders import (
+from steps.finetune.encoders import (
     add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
 )
 from steps.common.formats import DirectoryFormat, cached_location
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import derived_seed, fused_adamw, resolve_device, torch_threads
+from steps.evaluate.metrics import span_scores
 from steps.finetune import loop
+from steps.finetune.tasks import downstream_task
 
 logger = logging.getLogger(__name__)
 
@@ -158,24 +160,6 @@ def label_set(*splits: Sequence[NerSentence]) -> List[str]:
     return ["O"] + [f"{prefix}-{entity}" for entity in entities for prefix in "BILU"]
 
 
-def span_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], per_type: bool = False) -> Dict[str, Any]:
-    """Micro span precision/recall/F1 in percent (seqeval, strict BILOU), optionally per type."""
-    from seqeval.metrics import classification_report
-    from seqeval.scheme import BILOU
-
-    report = classification_report(list(gold), list(predicted), mode="strict", scheme=BILOU, output_dict=True, zero_division=0)
-
-    def percent(row):
-        return {"f1": 100 * float(row["f1-score"]), "precision": 100 * float(row["precision"]),
-                "recall": 100 * float(row["recall"]), "support": int(row["support"])}
-
-    micro = report.get("micro avg", {"f1-score": 0.0, "precision": 0.0, "recall": 0.0, "support": 0})
-    scores = percent(micro)
-    if per_type:
-        scores["per_type"] = {name: percent(row) for name, row in report.items() if not name.endswith(" avg")}
-    return scores
-
-
 # ---------------------------------------------------------------------------------------------
 # The step
 # ---------------------------------------------------------------------------------------------
@@ -235,8 +219,9 @@ def _batches(features: Sequence[Dict[str, Any]], tags: Sequence[List[int]], batc
 
 
 @Step.register("finetune_ner")
+@downstream_task("ner")
 class FinetuneNer(Step):
-    """Fine-tune ``encoder`` (an encoder source, `steps.pretrain.encoders`) on WikiAnn NER and score it.
+    """Fine-tune ``encoder`` (an encoder source, `steps.finetune.encoders`) on WikiAnn NER and score it.
 
     ``sla_parse`` matters only for SLA encoders: ``"parse"`` feeds each sentence's tree from
     ``corpus_parser`` (a ``train_corpus_parser`` result), ``"global"`` runs plain attention.
@@ -425,5 +410,5 @@ class FinetuneNer(Step):
         return scores, predicted
 
 
-__all__ = ["FinetuneNer", "NerConfig", "bio_to_bioul", "check_bioul", "label_set", "read_bio", "read_predictions", "span_scores",
+__all__ = ["FinetuneNer", "NerConfig", "bio_to_bioul", "check_bioul", "label_set", "read_bio", "read_predictions",
            "write_predictions"]

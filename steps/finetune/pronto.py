@@ -34,11 +34,12 @@ from tango import Step
 from tango.common import FromParams
 
 from steps.common.data_root import DataError, DataPath, iter_lines
-from steps.pretrain.encoders import _hub_tokenizer, resolve_encoder_dir
+from steps.finetune.encoders import load_encoder_tokenizer, resolve_encoder_dir
 from steps.common.formats import DirectoryFormat, cached_location
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import resolve_device, torch_threads
 from steps.finetune import loop
+from steps.finetune.tasks import downstream_task
 
 logger = logging.getLogger(__name__)
 
@@ -232,8 +233,6 @@ def load_classifier(encoder: Union[str, Path], num_labels: int, labels: Sequence
     import models  # noqa: F401  (registers model_type "microbert" before any config is read)
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    from steps.data.vocab import load_tokenizer
-
     directory = resolve_encoder_dir(encoder)
     config = AutoConfig.from_pretrained(directory)
     if config.model_type == "microbert":
@@ -244,8 +243,7 @@ def load_classifier(encoder: Union[str, Path], num_labels: int, labels: Sequence
     model = AutoModelForSequenceClassification.from_pretrained(
         directory, num_labels=num_labels, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)},
     )
-    tokenizer = load_tokenizer(Path(directory)) if Path(directory).exists() else _hub_tokenizer(directory)
-    return model, tokenizer
+    return model, load_encoder_tokenizer(directory)
 
 
 def _optimizer(model, config: PrOntoConfig) -> torch.optim.Optimizer:
@@ -281,6 +279,7 @@ def evaluate(model, features, labels, config: PrOntoConfig, pad_id: int, device)
 
 
 @Step.register("finetune_pronto")
+@downstream_task("pronto")
 class FinetunePronto(Step):
     """Fine-tune an encoder on one PrOnto task and score test accuracy (SPEC §H).
 

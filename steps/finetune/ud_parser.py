@@ -8,7 +8,7 @@ A biaffine parser (`models.biaffine_parser`) on gold tokens, no POS input, train
 fine-tuned at a reduced learning rate (the MicroBERT paper; the reference CLI would freeze it),
 gradient values clipped at 5, model selection on MST-decoded dev LAS. ``las`` is the paper's metric
 (AllenNLP's ``AttachmentScores``): gold PUNCT and SYM excluded, full relation labels, subtypes included
-(`steps.parse.backends.attachment_scores`, which also gives ``las_universal``, subtypes stripped). The
+(`steps.evaluate.metrics.attachment_scores`, which also gives ``las_universal``, subtypes stripped). The
 official CoNLL 2018 scorer (``udtools.udeval``: punctuation included, subtypes stripped) is run on the
 predicted files against the unmodified treebank files, and its figures are kept beside ours.
 
@@ -29,16 +29,18 @@ from tango import Step
 from tango.common import FromParams
 
 from steps.common.batching import bucketed_batches
-from steps.common.data_root import DataError, DataPath
-from steps.pretrain.encoders import (
+from steps.common.data_root import DataPath
+from steps.finetune.encoders import (
     SLA_PARSE_MODES, add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
 )
 from steps.common.formats import DirectoryFormat, cached_location
-from steps.parse.backends import CorpusParser, attachment_scores
+from steps.evaluate.metrics import METRIC_DEFINITIONS, attachment_scores, official_scores
+from steps.parse.backends import CorpusParser
 from steps.data.readers import Sentence, read_conllu, write_predicted_conllu
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
 from steps.common.runtime import compile_module, derived_seed, fused_adamw, resolve_device, torch_threads
 from steps.finetune import loop
+from steps.finetune.tasks import downstream_task
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +132,7 @@ def make_batch(split: Split, indices: Sequence[int]) -> Dict[str, torch.Tensor]:
 
 
 @Step.register("finetune_ud_parser")
+@downstream_task("ud_parser")
 class FinetuneUdParser(Step):
     """Fine-tune an encoder with a biaffine dependency parser on a UD treebank; select on dev LAS.
 
@@ -349,30 +352,4 @@ class FinetuneUdParser(Step):
         return out
 
 
-# What each figure of metrics.json is; the report names them from here.
-METRIC_DEFINITIONS = {
-    "las": "the paper's LAS (AllenNLP AttachmentScores, SPEC §H): head and full relation label "
-           "(subtypes included) correct, over words whose gold UPOS is not PUNCT/SYM",
-    "las_universal": "as las, but comparing universal relations only (subtypes stripped)",
-    "uas": "head correct, over words whose gold UPOS is not PUNCT/SYM",
-    "udeval": "official CoNLL 2018 UD scorer (udtools.udeval) on predicted-test.conllu against the "
-              "unmodified gold test file: every word, punctuation included, subtypes stripped",
-    "udeval_dev": "the same on predicted-dev.conllu against the gold dev file",
-}
-
-
-def official_scores(gold: Path, system: Path) -> Dict[str, Any]:
-    """F1 × 100 of the CoNLL 2018 shared-task scorer (``udtools.udeval``) for the attachment
-    metrics. It counts punctuation and, on gold tokens, precision = recall = F1."""
-    from udtools import udeval
-
-    try:
-        evaluation = udeval.evaluate(udeval.load_conllu_file(str(gold)), udeval.load_conllu_file(str(system)))
-    except udeval.UDError as e:
-        raise DataError(f"{system}: official UD scorer refused it against {gold} ({e})") from None
-    scores: Dict[str, Any] = {name: 100.0 * evaluation[name].f1 for name in ("Words", "UAS", "LAS", "CLAS", "MLAS", "BLEX")}
-    scores["note"] = "CoNLL 2018 UD scorer (udtools.udeval) on gold words; punctuation included"
-    return scores
-
-
-__all__ = ["FinetuneUdParser", "ParserTrainingConfig", "bucketed_batches", "official_scores"]
+__all__ = ["FinetuneUdParser", "ParserTrainingConfig", "bucketed_batches"]

@@ -37,6 +37,7 @@ from tango.common import FromParams, Registrable
 
 from steps.common.checkpoints import PhaseLog, SimulatedCrash
 from steps.data.readers import Sentence, read_conllu, write_conllu
+from steps.evaluate.metrics import attachment_scores
 
 logger = logging.getLogger(__name__)
 
@@ -50,44 +51,6 @@ def _phase_done(phases: Optional[PhaseLog], phase: str, info: Dict[str, Any]) ->
         phases.record(phase, info)
     if os.environ.get(CRASH_AFTER_PHASE_ENV) == phase:
         raise SimulatedCrash(f"{CRASH_AFTER_PHASE_ENV}={phase}: stopping after the {phase} phase")
-
-
-# Gold UPOS tags excluded from attachment scores, as in the paper's evaluation (SPEC §H).
-PUNCTUATION_UPOS = frozenset({"PUNCT", "SYM"})
-
-
-def attachment_scores(gold: Sequence[Sentence], predicted: Sequence[Sentence]) -> Dict[str, float]:
-    """UPOS accuracy (all words) and UAS/LAS in percent over the words whose gold UPOS is not
-    PUNCT/SYM.
-
-    ``las`` is the paper's metric (AllenNLP's ``AttachmentScores``, SPEC §H): the full relation
-    label must match, subtypes included ("nmod:poss" ≠ "nmod"). ``las_universal`` compares
-    universal relations only (subtypes stripped, as the CoNLL 2018 scorer does, though that
-    scorer also counts punctuation: see ``steps.finetune.ud_parser.official_scores``).
-    """
-    if len(gold) != len(predicted):
-        raise ValueError(f"{len(gold)} gold sentences but {len(predicted)} predicted")
-    words = upos_correct = scored = unlabeled = labeled = labeled_universal = 0
-    for number, (g, p) in enumerate(zip(gold, predicted), 1):
-        if g["tokens"] != p["tokens"]:
-            raise ValueError(f"sentence {number}: predicted tokens differ from gold")
-        for i in range(len(g["tokens"])):
-            words += 1
-            upos_correct += g["upos"][i] == p["upos"][i]
-            if g["upos"][i] in PUNCTUATION_UPOS:
-                continue
-            scored += 1
-            if g["head"][i] == p["head"][i]:
-                unlabeled += 1
-                labeled += g["deprel"][i] == p["deprel"][i]
-                labeled_universal += g["deprel"][i].split(":")[0] == p["deprel"][i].split(":")[0]
-    return {
-        "upos_accuracy": 100.0 * upos_correct / max(words, 1),
-        "uas": 100.0 * unlabeled / max(scored, 1),
-        "las": 100.0 * labeled / max(scored, 1),
-        "las_universal": 100.0 * labeled_universal / max(scored, 1),
-        "scored_words": scored,
-    }
 
 
 PARSER_TRAINING_TAGS = ("gold", "tagger_dev_confusion")
@@ -540,6 +503,6 @@ def evaluate_parser(parser: CorpusParser, gold: Sequence[Sentence], prediction_f
 
 
 __all__ = [
-    "CRASH_AFTER_PHASE_ENV", "CorpusParser", "CorpusParserBackend", "ParserBudget", "StanzaBackend", "UDPipeBackend", "parser_backend", "attachment_scores", "evaluate_parser", "read_conllu",
+    "CRASH_AFTER_PHASE_ENV", "CorpusParser", "CorpusParserBackend", "ParserBudget", "StanzaBackend", "UDPipeBackend", "parser_backend", "evaluate_parser", "read_conllu",
     "train_stanza", "train_udpipe",
 ]
