@@ -180,9 +180,8 @@ def conllu_validation_section() -> List[str]:
         "`# text` and its agreement with FORM/SpaceAfter, `# newdoc`/`# newpar`) are not checked, as the DAG reads no "
         "comment line and the rebuilt Ancient Greek train file has no `# sent_id`; control characters and a file "
         "without sentences are refused although the validator lets them through. Level-1 `extra-empty-line` cannot "
-        "arise in a file (an empty line always ends a sentence there).", "",
-        "`python -m steps.data.validate --matrix` prints the table below; `python -m steps.data.validate FILE ...` "
-        "checks files.", "",
+        "arise in a file (an empty line always ends a sentence there). `python -m steps.data.validate FILE ...` reads "
+        "files as the steps do and prints each refusal.", "",
         *matrix_markdown().split("\n"), "",
     ]
 
