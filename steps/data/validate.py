@@ -104,29 +104,27 @@ class ConlluText:
 
 @lru_cache(maxsize=1)
 def _validator():
-    import argparse as _argparse
-
     from udtools import Validator
 
     # Warnings are not stored (no_warnings); nothing is printed (output=None).
-    return Validator(lang="ud", level=OFFICIAL_LEVEL, output=None, args=_argparse.Namespace(no_warnings=True))
+    return Validator(lang="ud", level=OFFICIAL_LEVEL, output=None, args=argparse.Namespace(no_warnings=True))
 
 
-def official_errors(lines: List[str], name: str, level: int = OFFICIAL_LEVEL, every_class: bool = False) -> list:
-    """The UD validator's errors (``udtools`` Incident objects, in the order found) on ``lines``,
-    without the test classes this package does not check unless ``every_class``."""
+def _validate(handle, name: str):
+    """The validator's State after reading ``handle`` (levels 1-2; warnings not stored)."""
     from udtools.state import State
 
-    validator = _validator()
-    validator.level = level
     state = State()
     state.current_file_name = name
-    try:
-        validator.validate_file_handle(io.StringIO("".join(line + "\n" for line in lines)), state)
-    finally:
-        validator.level = OFFICIAL_LEVEL
-    return [e for e in state.error_tracker
-            if e.is_error() and (every_class or str(e.testclass) not in UNCHECKED_TEST_CLASSES)]
+    _validator().validate_file_handle(handle, state)
+    return state
+
+
+def official_errors(lines: List[str], name: str) -> list:
+    """The UD validator's errors (``udtools`` Incident objects, in the order found) on ``lines``,
+    without the test classes this package does not check."""
+    state = _validate(io.StringIO("".join(line + "\n" for line in lines)), name)
+    return [e for e in state.error_tracker if e.is_error() and str(e.testclass) not in UNCHECKED_TEST_CLASSES]
 
 
 def first_error(text: ConlluText, errors: Optional[list] = None) -> Optional[DataError]:
@@ -174,23 +172,13 @@ def check_conllu(path: Path, text: Optional[ConlluText] = None) -> ConlluText:
     return text
 
 
-def official_verdict(path: Path, level: int = OFFICIAL_LEVEL) -> Tuple[bool, Dict[str, int]]:
+def official_verdict(path: Path) -> Tuple[bool, Dict[str, int]]:
     """The UD validator's own verdict on the file's bytes as they are, every test class included:
     (accepted, {test id: level} of its errors). Undecodable bytes fail its ``invalid-utf`` test."""
     # As the validator opens a file (UTF-8, universal newlines, so that its non-unix-newline test
     # sees CRLF), with undecodable bytes as U+FFFD for its invalid-utf test to find.
     handle = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8", errors="replace")
-    from udtools.state import State
-
-    validator = _validator()
-    validator.level = level
-    state = State()
-    state.current_file_name = str(path)
-    try:
-        validator.validate_file_handle(handle, state)
-    finally:
-        validator.level = OFFICIAL_LEVEL
-    errors = {e.testid: e.level for e in state.error_tracker if e.is_error()}
+    errors = {e.testid: e.level for e in _validate(handle, str(path)).error_tracker if e.is_error()}
     return not errors, errors
 
 
