@@ -3,7 +3,9 @@ slice of the shared data (Wolof UD dev, Wolof WikiAnn dev, Wolof Wikipedia corpu
 
 Every case either reads exactly as the clean slice does, or fails with a one-line DataError that
 starts ``<file>:<line>: `` (the offending line, computed here from the slice, not hard-coded) and
-names the problem. A failing Tango step leaves no cache entry behind.
+names the problem; a CoNLL-U refusal also names the UD validator test it fails, e.g. ``(level 2:
+invalid-deprel)`` (tests/test_conllu_validation.py compares the reader with the validator rule by
+rule). A failing Tango step leaves no cache entry behind.
 """
 from __future__ import annotations
 
@@ -201,11 +203,34 @@ def conllu_bad_id(text: str) -> Built:
     return c.bytes(), Reject(line, "not a valid ID")
 
 
+def first_token_line(c: Conllu, sentence: int) -> int:
+    """1-based line of a sentence's first token line (a range or word 1)."""
+    first_word = min(c.sentences[sentence].values())
+    while c.lines[first_word - 1][:1].isdigit():
+        first_word -= 1
+    return first_word + 1
+
+
+EMPTY_NODE = "2.1\tnull\t_\tVERB\t_\t_\t_\t_\t1:dep\t_"
+
+
 def conllu_insert_empty_node(text: str) -> Built:
+    # An empty node belongs to the enhanced graph: UD wants one in every sentence then (each
+    # word's DEPS here is its HEAD:DEPREL). Neither DEPS nor empty nodes are read.
     c = Conllu(text)
-    index = c.sentences[S][2]
-    c.lines.insert(index + 1, "2.1\tnull\t_\tVERB\t_\t_\t_\t_\t1:dep\t_")
+    for index, line in enumerate(c.lines):
+        columns = line.split("\t")
+        if columns[0].isdigit():
+            columns[8] = f"{columns[6]}:{columns[7]}"
+            c.lines[index] = "\t".join(columns)
+    c.lines.insert(c.sentences[S][2] + 1, EMPTY_NODE)
     return c.bytes(), SAME
+
+
+def conllu_empty_node_without_enhanced_graph(text: str) -> Built:
+    c = Conllu(text)
+    c.lines.insert(c.sentences[S][2] + 1, EMPTY_NODE)
+    return c.bytes(), Reject(first_token_line(c, S), "(level 2: edeps-only-sometimes)")
 
 
 def conllu_drop_ranges(text: str) -> Built:
@@ -217,10 +242,21 @@ def conllu_drop_ranges(text: str) -> Built:
 
 
 def conllu_comment_block(text: str) -> Built:
+    # A block of comment lines only is an empty sentence to the UD validator (level 1), and the
+    # sentence after it would have lost its comments: refused at the block's empty line.
     c = Conllu(text)
     index = min(c.sentences[S].values())
     c.lines[index:index] = ["# newdoc id = comment-only block", "# note = nothing follows", ""]
-    return c.bytes(), SAME
+    return c.bytes(), Reject(index + 3, "(level 1: empty-sentence)")
+
+
+def conllu_deprel(value: str, rule: str) -> Callable[[str], Built]:
+    def build(text: str) -> Built:
+        c = Conllu(text)
+        line = c.set_column(S, c.grandchild(S), 7, value)
+        return c.bytes(), Reject(line, f"(level 2: {rule})")
+
+    return build
 
 
 def bytes_at_line(text: str, line_index: int, junk: bytes) -> bytes:
@@ -246,6 +282,7 @@ CONLLU_CASES = {
     "nfd": lambda t: (unicodedata.normalize("NFD", t).encode(), SAME),
     "no_multiword_ranges": conllu_drop_ranges,
     "empty_node": conllu_insert_empty_node,
+    "empty_node_without_enhanced_graph": conllu_empty_node_without_enhanced_graph,
     "comment_only_block": conllu_comment_block,
     "blank_line_runs": lambda t: (("\n\n" + t.replace("\n\n", "\n\n\n\n") + "\n\n").encode(), SAME),
     "no_final_blank_line": lambda t: (t.rstrip("\n").encode(), SAME),
@@ -259,6 +296,8 @@ CONLLU_CASES = {
     "non_integer_head": conllu_head("x", "'x' is not a valid value"),
     "decimal_head": conllu_head("1.5", "'1.5' is not a valid value"),
     "missing_head": conllu_head("_", "has no head"),
+    "missing_deprel": conllu_deprel("_", "invalid-deprel"),
+    "unknown_deprel": conllu_deprel("subject", "unknown-udeprel"),
     "9_columns": conllu_columns(lambda cols: cols[:9], "found 9"),
     "11_columns": conllu_columns(lambda cols: cols + ["_"], "found 11"),
     "spaces_for_tabs_one_line": conllu_columns(lambda cols: [" ".join(cols)], "spaces, not tabs"),

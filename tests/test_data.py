@@ -23,8 +23,8 @@ def write(path, text):
     return path
 
 
-def conllu_line(i, form, head, deprel="dep", upos="NOUN"):
-    return f"{i}\t{form}\t_\t{upos}\tX{upos}\t_\t{head}\t{deprel}\t_\t_\n"
+def conllu_line(i, form, head, deprel="dep", upos="NOUN", deps="_"):
+    return f"{i}\t{form}\t_\t{upos}\tX{upos}\t_\t{head}\t{deprel}\t{deps}\t_\n"
 
 
 # --- UD reader ------------------------------------------------------------------------------
@@ -41,8 +41,10 @@ def test_reads_real_treebank_word_counts(data_root):
 
 
 def test_multiword_ranges_and_empty_nodes_are_skipped_and_counted(tmp_path, caplog):
-    text = (CONLLU_HEADER + "1-2\tab\t_\t_\t_\t_\t_\t_\t_\t_\n" + conllu_line(1, "a", 2) + conllu_line(2, "b", 0, "root")
-            + "2.1\tx\t_\tNOUN\t_\t_\t_\t_\t2:dep\t_\n" + conllu_line(3, "c", 2) + "\n")
+    # An empty node comes with an enhanced graph (DEPS on every word), as UD requires.
+    text = (CONLLU_HEADER + "1-2\tab\t_\t_\t_\t_\t_\t_\t_\t_\n" + conllu_line(1, "a", 2, deps="2:dep")
+            + conllu_line(2, "b", 0, "root", deps="0:root") + "2.1\tx\t_\tNOUN\t_\t_\t_\t_\t2:dep\t_\n"
+            + conllu_line(3, "c", 2, deps="2:dep") + "\n")
     path = write(tmp_path / "mwt.conllu", text)
     with caplog.at_level(logging.INFO):
         [sentence] = read_conllu(path)

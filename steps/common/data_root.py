@@ -24,7 +24,14 @@ DEFAULT_DATA_ROOT = "./data"
 
 
 class DataError(ValueError):
-    """Bad or missing input data. The message is one line naming the file (and line) at fault."""
+    """Bad or missing input data. The message is one line naming the file (and line) at fault.
+
+    ``rule``, where set, names the format rule the data breaks (e.g. a CoNLL-U rule of the UD
+    validator, see :mod:`steps.data.validate`); the message is unchanged by it."""
+
+    def __init__(self, message: str, rule: Optional[str] = None):
+        super().__init__(message)
+        self.rule = rule
 
 
 def data_root() -> Path:
@@ -169,12 +176,13 @@ def iter_lines(path: Path, normalize: Optional[str] = None) -> Iterator[Tuple[in
             for number, line in enumerate(f, 1):
                 line = line.rstrip("\n")
                 if "\x00" in line:
-                    raise DataError(f"{path}:{number}: NUL byte at column {line.index(chr(0)) + 1} (binary data, not text)")
+                    raise DataError(f"{path}:{number}: NUL byte at column {line.index(chr(0)) + 1} (binary data, not text)",
+                                    rule="control-character")
                 yield number, unicodedata.normalize(normalize, line) if normalize else line
     except UnicodeDecodeError as e:
         # The decoder works on blocks, so its offset is not a line: find the line once, here.
         number, column = _undecodable_line(path, opener)
-        raise DataError(f"{path}:{number}: not UTF-8 text ({e.reason} at byte {column} of the line)") from None
+        raise DataError(f"{path}:{number}: not UTF-8 text ({e.reason} at byte {column} of the line)", rule="invalid-utf") from None
     except (EOFError, gzip.BadGzipFile) as e:
         raise DataError(f"{path}: damaged gzip file ({e})") from None
 

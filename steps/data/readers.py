@@ -22,6 +22,7 @@ import conllu
 from conllu.exceptions import ParseException
 
 from steps.common.data_root import DataError, DataPath, iter_lines
+from steps.data.validate import ConlluText, check_conllu, confirmed
 
 logger = logging.getLogger(__name__)
 
@@ -34,20 +35,14 @@ Sentence = Dict[str, list]
 
 
 def _sentence_blocks(path: Path):
-    """(first line number, block text) for each blank-line-separated block of a CoNLL-U file.
-    Text is read NFC-normalised, so a file saved in NFD reads as the clean (NFC) file does."""
-    block: List[str] = []
-    start = 1
-    for number, line in iter_lines(path, normalize="NFC"):
-        if line.strip():
-            if not block:
-                start = number
-            block.append(line)
-        elif block:
-            yield start, "\n".join(block) + "\n\n"
-            block = []
-    if block:
-        yield start, "\n".join(block) + "\n\n"
+    """(first line number, block text) for each sentence block of a CoNLL-U file, read as
+    :class:`~steps.data.validate.ConlluText` reads it (NFC, so a file saved in NFD reads as the
+    clean file does)."""
+    return ConlluText(path).blocks()
+
+
+# conllu's complaint about a field → the UD validator's test for the same fault.
+_FIELD_RULES = {"head": "invalid-head", "feats": "invalid-feature", "deps": "invalid-deps"}
 
 
 def _locate_parse_error(path: Path, start: int, block: str, error: Exception) -> DataError:
@@ -58,15 +53,18 @@ def _locate_parse_error(path: Path, start: int, block: str, error: Exception) ->
         try:
             conllu.parse(line + "\n\n")
         except (ParseException, ValueError) as line_error:
-            return DataError(f"{path}:{start + offset}: malformed CoNLL-U line ({line_error})")
-    return DataError(f"{path}:{start}: malformed CoNLL-U sentence ({error})")
+            field = re.search(r"field '(\w+)'", str(line_error))
+            rule = _FIELD_RULES.get(field.group(1) if field else "", "invalid-word-id" if line[:1].isdigit() else "invalid-line")
+            return DataError(f"{path}:{start + offset}: malformed CoNLL-U line ({line_error})", rule=rule)
+    return DataError(f"{path}:{start}: malformed CoNLL-U sentence ({error})", rule="invalid-line")
 
 
 def check_tree(heads: Sequence[int], where: str, lines: Optional[Sequence[int]] = None) -> None:
     """Raise DataError unless ``heads`` (1-based, 0 = root) form a single rooted tree.
 
     ``where`` names the sentence (e.g. the file); with ``lines`` (each word's line number) the
-    error names ``where:line`` of the offending word instead."""
+    error names ``where:line`` of the offending word instead. The error's ``rule`` is the UD
+    validator's test for the fault."""
     n = len(heads)
 
     def at(word: int) -> str:  # 1-based word → its location
@@ -74,12 +72,13 @@ def check_tree(heads: Sequence[int], where: str, lines: Optional[Sequence[int]] 
 
     for i, h in enumerate(heads):
         if not 0 <= h <= n:
-            raise DataError(f"{at(i + 1)}: word {i + 1} has head {h} outside 0..{n}")
+            raise DataError(f"{at(i + 1)}: word {i + 1} has head {h} outside 0..{n}", rule="unknown-head")
     roots = [i + 1 for i, h in enumerate(heads) if h == 0]
     if not roots:
-        raise DataError(f"{at(1)}: sentence has 0 roots (no word with head 0), expected 1")
+        raise DataError(f"{at(1)}: sentence has 0 roots (no word with head 0), expected 1", rule="non-tree")
     if len(roots) > 1:
-        raise DataError(f"{at(roots[1])}: sentence has {len(roots)} roots (words {roots[:5]}), expected 1")
+        raise DataError(f"{at(roots[1])}: sentence has {len(roots)} roots (words {roots[:5]}), expected 1",
+                        rule="multiple-roots")
     # Follow heads from every word; a walk longer than n steps has entered a cycle.
     for start in range(1, n + 1):
         node, steps = start, 0
@@ -91,18 +90,40 @@ def check_tree(heads: Sequence[int], where: str, lines: Optional[Sequence[int]] 
                 cycle.append(member)
                 member = heads[member - 1]
             first = min(cycle)
-            raise DataError(f"{at(first)}: dependency cycle through words {sorted(cycle)[:10]}")
+            if len(cycle) == 1:
+                raise DataError(f"{at(first)}: word {first} is its own head", rule="head-self-loop")
+            raise DataError(f"{at(first)}: dependency cycle through words {sorted(cycle)[:10]}", rule="non-tree")
 
 
-def read_conllu(path: Path, check_trees: bool = True, morphology: bool = False) -> List[Sentence]:
+def read_conllu(path: Path, morphology: bool = False) -> List[Sentence]:
     """Read a UD CoNLL-U file: integer-id words only; multiword-token ranges and empty nodes are
-    skipped and counted in the log. Malformed input raises a DataError naming file and line.
+    skipped and counted in the log.
+
+    The file must pass the UD validator's levels 1 and 2 (:mod:`steps.data.validate`, which also
+    lists what reads as the clean file); otherwise a one-line DataError names the file, the line
+    and the validator's test. The reader's own checks run first (they name the offending word's
+    line); their error stands where the validator reports the same test.
 
     ``morphology``: each sentence also carries ``lemma`` ([str]), ``feats`` ([{feature: value}],
     {} for "_") and ``sent_id`` (its ``# sent_id`` comment, or None)."""
+    text = ConlluText(path)
+    try:
+        sentences, skipped_ranges, skipped_empty = _read_blocks(path, text, morphology)
+    except DataError as error:
+        raise confirmed(error, text) from None
+    check_conllu(path, text)  # the validator's other rules; an empty file fails here too
+    if skipped_ranges or skipped_empty:
+        logger.info(
+            "%s: %d sentences; skipped %d multiword-token ranges and %d empty nodes",
+            path.name, len(sentences), skipped_ranges, skipped_empty,
+        )
+    return sentences
+
+
+def _read_blocks(path: Path, text: ConlluText, morphology: bool) -> Tuple[List[Sentence], int, int]:
     sentences: List[Sentence] = []
     skipped_ranges = skipped_empty = 0
-    for start, block in _sentence_blocks(path):
+    for start, block in text.blocks():
         # `conllu` silently accepts word lines with missing columns; UD requires all ten.
         token_lines = []  # the line number of each token line, in conllu's token order
         for offset, line in enumerate(block.splitlines()):
@@ -112,13 +133,13 @@ def read_conllu(path: Path, check_trees: bool = True, morphology: bool = False) 
                     spaces = " (columns separated by spaces, not tabs?)" if "\t" not in line and " " in line else ""
                     raise DataError(
                         f"{path}:{start + offset}: malformed CoNLL-U line (expected 10 tab-separated "
-                        f"columns, found {line.count(chr(9)) + 1}){spaces}: {line[:60]!r}"
+                        f"columns, found {line.count(chr(9)) + 1}){spaces}: {line[:60]!r}", rule="number-of-columns"
                     )
         try:
             token_lists = conllu.parse(block)
         except (ParseException, ValueError) as e:
             raise _locate_parse_error(path, start, block, e) from None
-        if not token_lists:  # a block of comments only
+        if not token_lists:  # a block of comments only: the validator refuses it (empty-sentence)
             continue
         sentence: Sentence = {"tokens": [], "upos": [], "xpos": [], "head": [], "deprel": []}
         if morphology:
@@ -134,16 +155,17 @@ def read_conllu(path: Path, check_trees: bool = True, morphology: bool = False) 
                     skipped_empty += 1
                 continue
             if not isinstance(token_id, int):
-                raise DataError(f"{where}: word id {token_id!r} is not an integer")
+                raise DataError(f"{where}: word id {token_id!r} is not an integer", rule="invalid-word-id")
             if token_id != len(sentence["tokens"]) + 1:
-                raise DataError(f"{where}: word ids are not consecutive at id {token_id} (expected {len(sentence['tokens']) + 1})")
+                raise DataError(f"{where}: word ids are not consecutive at id {token_id} (expected {len(sentence['tokens']) + 1})",
+                                rule="word-id-sequence")
             head = token["head"]
-            if check_trees and not isinstance(head, int):
-                raise DataError(f"{where}: word {token_id} ({token['form']!r}) has no head")
+            if not isinstance(head, int):
+                raise DataError(f"{where}: word {token_id} ({token['form']!r}) has no head", rule="invalid-head")
             sentence["tokens"].append(token["form"])
             sentence["upos"].append(token["upos"] or "_")
             sentence["xpos"].append(token["xpos"] or "_")
-            sentence["head"].append(head if isinstance(head, int) else 0)
+            sentence["head"].append(head)
             sentence["deprel"].append(token["deprel"] or "_")
             if morphology:
                 sentence["lemma"].append(token["lemma"] or "_")
@@ -151,17 +173,9 @@ def read_conllu(path: Path, check_trees: bool = True, morphology: bool = False) 
             word_lines.append(line_number)
         if not sentence["tokens"]:
             continue
-        if check_trees:
-            check_tree(sentence["head"], str(path), word_lines)
+        check_tree(sentence["head"], str(path), word_lines)
         sentences.append(sentence)
-    if not sentences:
-        raise DataError(f"{path}: no sentences (the file is empty or holds only comments)")
-    if skipped_ranges or skipped_empty:
-        logger.info(
-            "%s: %d sentences; skipped %d multiword-token ranges and %d empty nodes",
-            path.name, len(sentences), skipped_ranges, skipped_empty,
-        )
-    return sentences
+    return sentences, skipped_ranges, skipped_empty
 
 
 CONLLU_FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")

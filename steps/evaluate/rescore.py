@@ -12,7 +12,9 @@ commits them); they are scored as the plain file would be.
   :func:`~steps.evaluate.metrics.attachment_scores`) and the official CoNLL 2018 scorer's LAS
   (``udtools.udeval``), each against the gold treebank file that ``metrics.json`` names under
   ``gold_files``, relative to the data root (``$SIB_DATA_ROOT``). The official figure is what
-  ``udeval <gold file> <folder>/predicted-test.conllu`` prints (on the unzipped file).
+  ``udeval <gold file> <folder>/predicted-test.conllu`` prints (on the unzipped file). Both files are
+  read with ``read_conllu``, so a prediction file that fails the UD validator's levels 1 and 2 is
+  refused in one line (file, line, validator test) before anything is scored.
 - NER (``predicted-{dev,test}.bio``, ``token gold predicted`` per line): span F1 (seqeval,
   strict BIOUL), as the fine-tuning step computes it.
 
