@@ -17,6 +17,7 @@ import argparse
 import csv
 import io
 import json
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -272,6 +273,37 @@ def gpu_pace_section(path: Path = GPU_PACE_JSONL) -> str:
             f"(`--without-compile` for the eager loop), records appended to `{path}`.\n\n")
     return head + markdown_table(["condition", "device", "levers", "loader workers", "steps", "steps/s", "full run (min)",
                                   "× µB-M's fastest", "note"], rows)
+
+
+GPU_SIDE_BY_SIDE_JSON = Path("docs/benchmarks/gpu_side_by_side.json")
+
+
+def gpu_side_by_side_section(path: Path = GPU_SIDE_BY_SIDE_JSON) -> str:
+    """Paper-scale pretrainings sharing one GPU (``tools/jobs.py run`` with several targets): each
+    run's pace windows beside the same run alone, and how busy the GPU was."""
+    if not path.exists():
+        return f"_not recorded: `python tools/jobs.py run FILE:pretrained_model FILE:pretrained_model --budget S --out OUT` on a GPU machine, summarised in {path}_\n"
+    record = json.loads(path.read_text())
+    side = record["side_by_side"]
+    rows = [(condition, f"{run['steps'][0]:,}–{run['steps'][1]:,}", side["seconds"],
+             min(run["pace_windows_steps_per_second"]), max(run["pace_windows_steps_per_second"]),
+             ", ".join(f"{step}: {loss}" for step, loss in run["dev_mlm_loss"].items()))
+            for condition, run in side.items() if isinstance(run, dict) and "steps" in run]
+    alone = record["M_alone_resumed"]
+    lost = ", ".join(f"{step}: {loss}" for step, loss in record["lost_encoder_dev_mlm_loss"].items())
+    utilisation = side["gpu_sm_utilisation_percent"]
+    alone_pace = record["alone_steps_per_second"]
+    shares = "; ".join(f"µB-{condition} {min(side[condition]['pace_windows_steps_per_second']) / pace:.2f}–"
+                       f"{max(side[condition]['pace_windows_steps_per_second']) / pace:.2f} of its pace alone ({pace} steps/s)"
+                       for condition, pace in alone_pace.items() if condition in side)
+    together = sum(statistics.median(side[c]["pace_windows_steps_per_second"]) / pace for c, pace in alone_pace.items() if c in side)
+    return (f"{record['what']}; {record['device']}. `{record['command']}`. Side by side, the GPU's SMs were busy "
+            f"{utilisation['median_while_training']:.0f}% (median of the {utilisation['samples_every_s']}-second samples while "
+            f"training): {shares}; together {together:.2f} times the work of one run at a time (median windows; "
+            f"the alone paces from {alone_pace['source']}). "
+            f"µB-M alone, resumed: steps {alone['steps'][0]:,}–{alone['steps'][1]:,} in {alone['seconds']} s "
+            f"({alone['note']}). Dev MLM loss of the lost encoder of the same step at the same steps: {lost}.\n\n"
+            + markdown_table(["condition", "steps", "seconds", "slowest window (steps/s)", "fastest window (steps/s)", "dev MLM loss by step"], rows))
 
 
 LOADER_EPOCH_JSONL = Path("docs/benchmarks/loader_epoch.jsonl")
@@ -884,6 +916,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Pretraining step benchmark", benchmark_section()),
         ("Pretraining step on a GPU, with its speed levers", benchmark_section(GPU_BENCHMARK_JSON, GPU_BENCHMARK_COMMAND)),
         ("Paper-scale pretraining pace on a GPU", gpu_pace_section()),
+        ("Paper-scale pretrainings side by side on one GPU", gpu_side_by_side_section()),
         ("Pretraining loader: the slowest batch of an epoch", loader_epoch_section()),
         ("Fine-tuning epochs on a GPU", gpu_finetune_section()),
         ("Fine-tuning step benchmark", finetune_benchmark_section()),

@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
-from steps.common.data_root import DataError, _file_digest, iter_lines
+from steps.common.data_root import DataError, file_digest, iter_lines
 
 OFFICIAL_LEVEL = 2
 UNCHECKED_TEST_CLASSES = ("METADATA",)
@@ -158,7 +158,7 @@ _PASSED: Set[str] = set()
 def check_conllu(path: Path, text: Optional[ConlluText] = None) -> ConlluText:
     """Raise a one-line DataError unless ``path`` passes the UD validator's levels 1 and 2 (as
     the module docstring qualifies); return its text as the reader reads it."""
-    digest = _file_digest(path)
+    digest = file_digest(path)
     text = text if text is not None else ConlluText(path)
     if digest in _PASSED:
         return text
