@@ -69,10 +69,12 @@ def main() -> int:
     parser.add_argument("--workspace", type=Path, required=True, help="Tango workspace directory to run in")
     parser.add_argument("--fresh", action="store_true", help="delete the workspace first (a cold run)")
     parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("-j", "--jobs", type=int, help="steps at once (tango run -j), e.g. 8 on a GPU machine")
     args = parser.parse_args()
     if args.fresh and args.workspace.exists():
         shutil.rmtree(args.workspace)
-    command = ["tango", "--settings", str(REPO / "tango.yml"), "run", str(args.experiment), "-w", f"local://{args.workspace.resolve()}"]
+    jobs = ["-j", str(args.jobs)] if args.jobs else []
+    command = ["tango", "--settings", str(REPO / "tango.yml"), "run", str(args.experiment), *jobs, "-w", f"local://{args.workspace.resolve()}"]
     log_path = args.json.with_suffix(".log")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -99,7 +101,7 @@ def main() -> int:
         returncode = process.wait()
     wall = time.perf_counter() - start
     record = {
-        "command": " ".join(["tango", "run", str(args.experiment)]),
+        "command": " ".join(["tango", "run", str(args.experiment), *jobs]),
         "workspace": "fresh" if args.fresh else "existing",
         "returncode": returncode,
         "wall_seconds": round(wall, 1),
