@@ -141,7 +141,7 @@ def test_a_present_file_with_other_bytes_is_refused_and_kept(tmp_path, data_root
 def test_folders_without_a_public_listing_are_reported_or_checked(tmp_path, data_root, capsys, monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
     code, out, err = run(capsys, "--languages", "ancient_greek", "maltese", "--only", "corpus", "--root", tmp_path / "data")
-    assert code == 2 and [line.split(";")[0] for line in err] == ["maltese/corpus: missing", "ancient_greek/corpus: missing"]
+    assert code == 2 and [line.split(";")[0] for line in err] == ["ancient_greek/corpus: missing", "maltese/corpus: missing"]
     assert "not fetchable; plain text extracted from the Diorisis XML" in err[1]
     assert not (tmp_path / "data").exists()
     # Present as in the reference copy: checked by its folder digest, nothing written.

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from steps.common.data_root import DataPath, data_root, file_digest
-from steps.data.languages import LANGUAGES
+from steps.data.languages import get_language, language_facts
 
 MANIFEST = Path(__file__).with_name("sources.json")
 LISTINGS = Path(__file__).with_name("sources")
@@ -107,7 +107,8 @@ UNLISTED_NOTE = ("per-file listing not committed ({count:,} files): take {remote
 def layout() -> List[dict]:
     """Every entry of the data root, without hashes: path, kind, source and the path in it, notes."""
     entries: List[dict] = []
-    for language, lang in LANGUAGES.items():
+    for language in language_facts():
+        lang = get_language(language)
         ud_files = [Path(lang.ud_path(split)).name for split in ("train", "dev", "test")] + ["LICENSE.txt", "README.md"]
         entries += [dict(path=f"{language}/ud/{name}", kind="ud", source=f"ud:{language}", remote=name) for name in ud_files]
         if lang.wikiann:
