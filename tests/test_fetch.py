@@ -142,7 +142,7 @@ def test_folders_without_a_public_listing_are_reported_or_checked(tmp_path, data
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
     code, out, err = run(capsys, "--languages", "ancient_greek", "maltese", "--only", "corpus", "--root", tmp_path / "data")
     assert code == 2 and [line.split(";")[0] for line in err] == ["ancient_greek/corpus: missing", "maltese/corpus: missing"]
-    assert "not fetchable; plain text extracted from the Diorisis XML" in err[1]
+    assert "not fetchable; plain text extracted from the Diorisis XML" in err[0]
     assert not (tmp_path / "data").exists()
     # Present as in the reference copy: checked by its folder digest, nothing written.
     code, out, err = run(capsys, "--languages", "maltese", "--only", "corpus", "--root", data_root)
