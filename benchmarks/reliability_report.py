@@ -5,7 +5,7 @@
 Sources: docs/benchmarks/faults.json (benchmarks/faults.py: kill-and-resume), the cases of
 tests/test_bad_input.py (collected by pytest; each case's expectation from its own builder on the
 real data slice), the CoNLL-U rule cases of steps/data/conllu_rules.py (the UD validator's and
-read_conllu's verdicts, the table ``python -m steps.data.validate --matrix`` prints), and
+read_conllu's verdicts, the table ``python -m steps.data.conllu_rules --matrix`` prints), and
 docs/benchmarks/concurrency.json if present (its "summary_lines" are copied
 verbatim). ``--run-tests`` also runs tests/test_bad_input.py and reports its outcome.
 """
@@ -180,7 +180,7 @@ def conllu_validation_section() -> List[str]:
         "`# text` and its agreement with FORM/SpaceAfter, `# newdoc`/`# newpar`) are not checked, as the DAG reads no "
         "comment line and the rebuilt Ancient Greek train file has no `# sent_id`; control characters and a file "
         "without sentences are refused although the validator lets them through. Level-1 `extra-empty-line` cannot "
-        "arise in a file (an empty line always ends a sentence there). `python -m steps.data.validate FILE ...` reads "
+        "arise in a file (an empty line always ends a sentence there). `python -m steps.data.conllu_rules FILE ...` reads "
         "files as the steps do and prints each refusal.", "",
         *matrix_markdown().split("\n"), "",
     ]

@@ -7,15 +7,16 @@ read-as-clean variants, METADATA tests the project does not check, and the proje
 """
 from __future__ import annotations
 
+import gzip
 import time
 from pathlib import Path
 
 import pytest
 
 from steps.common.data_root import DataError
-from steps.data.conllu_rules import CASES, S, Lines, real_slice, verdicts
+from steps.data.conllu_rules import CASES, S, Lines, main, real_slice, verdicts
 from steps.data.readers import read_conllu
-from steps.data.validate import PROJECT_RULES, check_conllu, main, official_verdict
+from steps.data.validate import PROJECT_RULES, check_conllu, official_verdict
 
 BY_KIND = {kind: sorted(name for name, case in CASES.items() if case.kind == kind)
            for kind in ("good", "checked", "tolerated", "unchecked", "project")}
@@ -124,12 +125,17 @@ def test_line_numbers_are_the_files_after_tolerated_layout(slice_text, tmp_path)
         read_conllu(path)
 
 
-def test_the_real_treebanks_and_committed_predictions_pass_fast(data_root, monkeypatch):
+def test_the_real_treebanks_and_committed_predictions_pass_fast(data_root, monkeypatch, tmp_path):
     from steps.data import validate
 
     monkeypatch.setattr(validate, "_PASSED", set())  # each file validated here, not remembered
     repo = Path(__file__).resolve().parents[1]
-    files = sorted((data_root / "wolof" / "ud").glob("*.conllu")) + sorted((repo / "docs" / "predictions").rglob("predicted-test.conllu"))[:2]
+    committed = sorted((repo / "docs" / "predictions").rglob("predicted-test.conllu.gz"))[:2]  # gzipped in the record
+    for number, packed in enumerate(committed):
+        unpacked = tmp_path / f"committed{number}" / "predicted-test.conllu"
+        unpacked.parent.mkdir()
+        unpacked.write_bytes(gzip.decompress(packed.read_bytes()))
+    files = sorted((data_root / "wolof" / "ud").glob("*.conllu")) + sorted(tmp_path.glob("committed*/predicted-test.conllu"))
     assert len(files) == 5
     for path in files:
         start = time.perf_counter()

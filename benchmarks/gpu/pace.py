@@ -31,6 +31,9 @@ from typing import Optional
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+# torch.compile of the encoder (CUDA graphs) and of the P/T losses, as configs/levers.json names them.
+COMPILE_LEVERS = {"compile_encoder": {"mode": "reduce-overhead"}, "compile_objectives": {}}
+
 
 def window_paces(history: list, window: int) -> list:
     """Steps/s of each validation window: its steps over its training seconds (tokens / tokens/s)."""
@@ -153,7 +156,7 @@ def main(argv=None) -> int:
     compiling.add_argument("--without-compile", action="store_true",
                            help="the file's levers less torch.compile (encoder and P/T losses): eager paces, no compile in the first window")
     compiling.add_argument("--with-compile", action="store_true",
-                           help="the file's levers plus torch.compile of the encoder and P/T losses (campaign.COMPILE_LEVERS), "
+                           help="the file's levers plus torch.compile of the encoder and P/T losses (COMPILE_LEVERS), "
                                 "also where the file leaves them out (MXPT-SLA: the paper scale's eager_conditions, configs/scales.libsonnet)")
     parser.add_argument("--profile", type=Path, help="profile the run and write where its time goes here (one file: one experiment)")
     parser.add_argument("--profile-steps", type=int, help="with --profile: record only the last this many steps (default: all)")
@@ -161,7 +164,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.profile and len(args.experiments) > 1:
         parser.error("--profile takes one experiment file")
-    from benchmarks.gpu.campaign import COMPILE_LEVERS
     from benchmarks.records import append_record
 
     overrides = dict.fromkeys(COMPILE_LEVERS) if args.without_compile else dict(COMPILE_LEVERS) if args.with_compile else None

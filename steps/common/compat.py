@@ -211,13 +211,19 @@ def needed_steps(step_graph, cached) -> dict:
 
     kept = {name for name in step_graph if is_needed(name)}
     kept |= {dependency.name for name in set(kept) for dependency in step_graph[name].dependencies if dependency.name in step_graph}
+    # Cached steps stay too: Tango reports them found in the cache and records them where they lie.
+    kept |= {name for name, step in step_graph.items() if step.cache_results and cached(step)}
     return {name: step for name, step in step_graph.items() if name in kept}
+
+
+
 
 
 def _run_only_what_is_needed() -> None:
     # `tango run` (and each step process of `tango run -j`) executes the needed part of the graph.
     import tango.__main__ as tango_main
     import tango.cli as tango_cli
+    from tango.executors.multicore_executor import MulticoreExecutor
     from tango.step_graph import StepGraph
 
     stock = tango_cli.execute_step_graph
@@ -225,14 +231,24 @@ def _run_only_what_is_needed() -> None:
     def execute_step_graph(step_graph, workspace=None, executor=None, name=None, called_by_executor=False, step_names=None):
         if workspace is not None:
             kept = needed_steps(step_graph, lambda step: step in workspace.step_cache)
-            if len(kept) < len(step_graph):
-                # StepGraph() insists on every dependency being in the graph; the cached ones above
-                # the kept steps are not, on purpose, so the pruned graph is made as its parsed form.
+            if isinstance(executor, MulticoreExecutor):
+                # It reads the state of every step above each one it runs: the whole graph stays, and
+                # the steps left out count as completed (it never starts them).
+                executor.not_needed = {step.unique_id for name, step in step_graph.items() if name not in kept}
+            elif len(kept) < len(step_graph):
+                # StepGraph() insists on every dependency being in the graph; the steps above the
+                # cached ones are not, on purpose, so the pruned graph is made as its parsed form.
                 step_graph = StepGraph.__new__(StepGraph)
                 step_graph.parsed_steps = kept
         return stock(step_graph, workspace, executor, name, called_by_executor, step_names)
 
     tango_cli.execute_step_graph = tango_main.execute_step_graph = execute_step_graph
+    state = MulticoreExecutor._get_state
+
+    def _get_state(self, step):
+        return StepState.COMPLETED if step.unique_id in getattr(self, "not_needed", ()) else state(self, step)
+
+    MulticoreExecutor._get_state = _get_state
     running = sys.modules.get("__main__")  # `python -m tango` runs its own copy of tango.__main__
     if getattr(running, "execute_step_graph", None) is stock:
         running.execute_step_graph = execute_step_graph

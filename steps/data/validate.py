@@ -20,8 +20,8 @@ in-process on the text as the reader reads it:
 A refusal is one line: ``<file>:<line>: <problem> (level <n>: <validator test id>)``, or
 ``(project rule: <id>)`` for the two rules above.
 
-    python -m steps.data.validate FILE.conllu [...]   # read files as the steps do; exit status 1 if any fails
-    python -m steps.data.validate --matrix            # print the rule × verdict table of docs/RELIABILITY.md
+    python -m steps.data.conllu_rules FILE.conllu [...]   # read files as the steps do; exit status 1 if any fails
+    python -m steps.data.conllu_rules --matrix            # print the rule × verdict table of docs/RELIABILITY.md
 """
 from __future__ import annotations
 
@@ -180,30 +180,3 @@ def official_verdict(path: Path) -> Tuple[bool, Dict[str, int]]:
     handle = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8", errors="replace")
     errors = {e.testid: e.level for e in _validate(handle, str(path)).error_tracker if e.is_error()}
     return not errors, errors
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("files", nargs="*", type=Path, help="CoNLL-U files to check")
-    parser.add_argument("--matrix", action="store_true", help="print the rule × verdict table (Markdown)")
-    args = parser.parse_args(argv)
-    if args.matrix:
-        from steps.data.conllu_rules import matrix_markdown
-
-        print(matrix_markdown())
-        return 0
-    from steps.data.readers import read_conllu  # the reader the steps use: its checks, then this module's
-
-    failed = 0
-    for path in args.files:
-        try:
-            read_conllu(path)
-            print(f"{path}: passes UD validator levels 1-2")
-        except DataError as error:
-            failed += 1
-            print(error)
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
