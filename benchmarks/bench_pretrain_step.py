@@ -5,7 +5,7 @@ MLM labels at 15% of real tokens, random subword-level dependency trees (multi-p
 pieces to the first piece, heads are mostly near their dependents) and XPOS labels.  The reference
 point is a stock `transformers.BertForMaskedLM` of the same size on the same input ids and labels.
 
-Edman et al.'s conditions (SPEC §K) join them: M-A13 (band attention), H (its step includes the
+Edman et al.'s conditions (Edman et al., §2) join them: M-A13 (band attention), H (its step includes the
 collator's gather of the batch's soft labels from a `SoftLabelTable`, which `precompute_soft_labels`
 caches and which is built here, untimed, for the batch's rows from a trigram model counted over
 4,000 synthetic Zipf-distributed rows) and C5/C13 (one c-token row per masked target, so their step is

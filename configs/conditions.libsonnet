@@ -1,4 +1,4 @@
-// The paper's Table 2 conditions (SPEC §C) and what each implies for the builder. A condition is
+// The paper's Table 2 conditions (Gessler & Schneider, §4.2) and what each implies for the builder. A condition is
 // objective letters (M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree losses) and optionally
 // "-<SUFFIX>" naming a registered attention variant (-SLA = syntax-aware local attention, "sla").
 // Per condition: `objectives`, `attention` (the models.attention registry name, null = plain) and
@@ -12,7 +12,7 @@
 local plain(objectives) = { objectives: objectives, attention: null, encoder_needs_parse: false };
 local band(context) = { objectives: "M", attention: "band" + context, encoder_needs_parse: false };
 local sla(objectives) = { objectives: objectives, attention: "sla", encoder_needs_parse: true };
-// Related biases (issue 18), not Table 2 rows: -G = syntax-guided attention (seed 001, SPEC §I;
+// Related biases, not Table 2 rows: -G = syntax-guided attention (Ahmad et al., 2021, §2.2-2.3;
 // "syntax_gat"), S = its structural-probe loss.
 local gat(objectives) = { objectives: objectives, attention: "syntax_gat", encoder_needs_parse: true };
 {

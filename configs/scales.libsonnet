@@ -1,4 +1,4 @@
-// smoke: tests and CI; cpu: one Wolof cell on 2 cores; paper: SPEC §G, for a GPU. Why: docs/decisions.md.
+// smoke: tests and CI; cpu: one Wolof cell on 2 cores; paper: the reference's sgcl.jsonnet settings, for a GPU. Why: docs/decisions.md.
 
 // The paper's UD head and rates, where the paper scale's fine-tuning regimes start.
 local paper_ud = {
@@ -59,7 +59,7 @@ local paper_ud = {
     max_length: 128,
     // Transformer-Grammar LMs, one budget for all three kinds: ~1.3 Wolof epochs, est. ~13 min per LM.
     tg: { max_length: 256, training: { max_steps: 400, batch_size: 32 }, evaluation: {}, agreement: {} },
-    // SPEC §G CPU reduction with its fallback lr 1e-3; ~8 min.
+    // A CPU-sized reduction of the reference's settings, with the fallback lr 1e-3; ~8 min.
     pretrain: {
       model: {},
       training: {

@@ -1,4 +1,4 @@
-"""The n-gram side of condition H (Edman et al. NLM-H; SPEC §K), as two cached steps:
+"""The n-gram side of condition H (Edman et al., §2.3, NLM-H), as two cached steps:
 
 - build_trigram_model: the subword trigram LM of the pretraining rows.  It reads only those rows
   and the vocabulary, so every H pretraining run and the trigram row of the MLM-accuracy table of a
