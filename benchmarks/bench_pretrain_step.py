@@ -14,7 +14,7 @@ timings, since a shared box slows every row alike but not every run alike.
 
     python benchmarks/bench_pretrain_step.py --steps 10 --json /tmp/bench.json
 
-On a GPU (issue 14's speed levers: bf16 autocast, fused AdamW, torch.compile of the encoder),
+On a GPU (the speed levers: bf16 autocast, fused AdamW, torch.compile of the encoder),
 every combination asked for runs as its own row, e.g. "µB-M [bf16, fused]" or
 "µB-M [bf16, fused, compile reduce-overhead]"; each timed step waits for the device to finish:
 

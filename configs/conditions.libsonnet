@@ -3,7 +3,7 @@
 // "-<SUFFIX>" naming a registered attention variant (-SLA = syntax-aware local attention, "sla").
 // Per condition: `objectives`, `attention` (the models.attention registry name, null = plain) and
 // `encoder_needs_parse` (the attention reads a parse, so fine-tuning is given the corpus parser's).
-// `related`: the conditions of the related-biases table (issue 18), next to µB-M and random-init:
+// `related`: the conditions of the related-biases table, next to µB-M and random-init:
 // Edman et al.'s band attention M-A<c> (attention "band<c>", on at fine-tuning too) and
 // limited-context MLM C<c> (the objective letter C with its window size), and H, MLM on the soft
 // labels of a trigram LM (the builder adds its build_trigram_model step). Another bias adds its

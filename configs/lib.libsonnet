@@ -469,7 +469,7 @@ local pronto_tables = {
                              column=$.column(language, corpus), regime=regime),
     },
 
-  // The related-biases table (issue 18): `condition` (a `related` condition of conditions.libsonnet,
+  // The related-biases table: `condition` (a `related` condition of conditions.libsonnet,
   // or "M", or "random-init") with 3 fine-tuning seeds, its UD LAS and NER F1 filed under tables
   // related:ud / related:ner, and, for pretrained encoders, the MLM accuracy of Edman et al. (one
   // token masked at a time on the first 100 UD dev sentences; overall, 5 frequency bins, word

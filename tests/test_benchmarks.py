@@ -47,7 +47,7 @@ def test_logged_lines_name_no_machine_paths(tmp_path):
 
 
 def test_language_campaign_files_are_committed_as_generated():
-    """experiments/seeds/ holds every cell of the issue-17 campaign, as the campaign writes it, and
+    """experiments/seeds/ holds every cell of the five-language campaign, as the campaign writes it, and
     each calls the builder with 3 seeds (or is a 5-seed file): the tables read exactly these."""
     from benchmarks import languages_campaign as campaign
 

@@ -1,4 +1,4 @@
-"""Issue 17: the paper's other four languages on the real data (Coptic's pre-split reference and
+"""The paper's other four languages on the real data (Coptic's pre-split reference and
 leak-free corpora, Uyghur in Arabic script)."""
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ pass) stands in, marked ``dev_from_epoch_0``. One record per task (UD parsing, N
 every epoch after 0 of every run given, the runs' count, and how many fine-tunes shared the GPU
 (``--processes``: the call ran them side by side, one CPU thread each). Why it exists: the paper
 regime's UD parser needs up to 300 epochs per seed, so its epoch time decides whether the
-paper-scale cells fit a GPU lending (issue 14).
+paper-scale cells fit a GPU job's time limit.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-// Where Wolof µB-M's missing LAS go (issue 14 item 1): one encoder × one fine-tuning regime per
+// Where Wolof µB-M's missing LAS go: one encoder × one fine-tuning regime per
 // file, so each factor's effect is a paired difference (same fine-tuning seeds) between two files.
 //   encoder  random-init  no pretraining (the cpu cell's vocabulary)
 //            cpu          experiments/wolof_m.jsonnet's µBERT: 3,000 steps × 64 rows of a 10k-sentence corpus
