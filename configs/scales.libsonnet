@@ -97,7 +97,7 @@ local paper_ud = {
       },
       // Step arguments outside the cache key.
       step: { loader_workers: 10, sync_every: 50, stall_seconds: 120 },
-      // GPU speed levers (keyed), from `benchmarks/gpu/campaign.py levers`; no compile for `eager_conditions`.
+      // GPU speed levers (keyed), chosen from `benchmarks/bench_pretrain_step.py` rows on a GPU (docs/decisions.md, "GPU"); no compile for `eager_conditions`.
       levers: import "levers.json",
       eager_conditions: ["MXPT-SLA"],
     },

@@ -127,7 +127,7 @@ def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run
 
 def test_sigint_stops_at_the_step_boundary_with_a_checkpoint_and_the_resumed_run_is_the_uninterrupted_one(
         pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
-    """A device call's time running out (campaign.py sends SIGINT) during step 3's forward: step 3
+    """A GPU job's time running out (`tools/jobs.py run` sends SIGINT) during step 3's forward: step 3
     finishes, a checkpoint is written at it although none is due (checkpoint_every 100), and the run
     stops as interrupted; run again, it resumes from step 3 and ends with the uninterrupted weights."""
     import signal
@@ -163,7 +163,7 @@ def test_sigint_stops_at_the_step_boundary_with_a_checkpoint_and_the_resumed_run
 
 
 def test_a_stopped_pretraining_copied_to_another_workspace_resumes_there(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
-    """How a paper-scale pretraining spans device lendings: `campaign.py pack` brings a stopped
+    """How a paper-scale pretraining spans several GPU jobs: `tools/jobs.py pack` brings a stopped
     entry's folder back, a copy of it goes into the next machine's fresh cache (no step
     database there, no lock), and that run resumes from its checkpoint."""
     import shutil

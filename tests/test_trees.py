@@ -295,7 +295,7 @@ def test_sla_matches_brute_force_on_real_trees(grouped, ud_batches, monkeypatch)
 
 
 def test_a_long_rows_bucket_costs_its_rows_own_lengths_not_the_padding():
-    """The µB-MXPT-SLA stall on the H100 (stop 40): one length bucket of each paper-scale epoch pads
+    """The µB-MXPT-SLA stall on the H100: one length bucket of each paper-scale epoch pads
     256 rows to its longest (475 subwords, median 169), and the SLA distances were one T × T matmul
     per row, 2·B·T³ FLOPs (55 GFLOP, 2.1 s of a loader worker's 6.3 s), so the loop waited on that
     batch. On a CPU they now come in groups of similar-length rows: here one row of 400 among rows

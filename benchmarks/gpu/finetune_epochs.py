@@ -3,7 +3,7 @@
     python benchmarks/gpu/finetune_epochs.py RECORDS... --processes 10 --label paper_tenth --note "…" \\
         [--json docs/benchmarks/gpu_finetune.jsonl]
 
-RECORDS are a device call's fine-tuning logs (``finetune0-N.log`` in its ``records.tar.gz``, or a
+RECORDS are a GPU job's fine-tuning logs (``finetune0-N.log`` in its ``records.tar.gz``, or a
 ``tools/run_steps.py`` log) or finished steps' ``metrics.json``. Each epoch's history record gives its
 seconds; since the loop records ``dev_seconds`` (the dev evaluation's share) the training share is
 the rest. Older records lack it: there the untrained model's evaluation (epoch 0, nothing but a dev
