@@ -17,7 +17,7 @@
 //   table1_note         Table 1 (reporting/tables.py --table1): why our token count differs from the paper's
 //   corpus_variants     other corpus folders under <language>/ an experiment may choose (lib.libsonnet
 //                       experiment(..., corpus=...)); the default is always <language>/corpus
-//   corpus_split_punctuation  false: load_corpus keeps whitespace tokens as they are (the reference's data pipeline: no Stanza
+//   corpus_split_punctuation  false: load_corpus keeps whitespace tokens as they are (as the reference: no Stanza
 //                       retokenization for Coptic, whose corpus is already segmented into UD words)
 {
   wolof: {

@@ -1,4 +1,4 @@
-// smoke: tests and CI; cpu: one Wolof cell on 2 cores; paper: the reference's sgcl.jsonnet settings, for a GPU. Why: docs/decisions.md.
+// smoke: tests and CI; cpu: one Wolof cell on 2 cores; paper: the reference's sgcl.jsonnet, for a GPU. Why: docs/decisions.md.
 
 // The paper's UD head and rates, where the paper scale's fine-tuning regimes start.
 local paper_ud = {
@@ -97,7 +97,8 @@ local paper_ud = {
       },
       // Step arguments outside the cache key.
       step: { loader_workers: 10, sync_every: 50, stall_seconds: 120 },
-      // GPU speed levers (keyed), chosen from `benchmarks/bench_pretrain_step.py` rows on a GPU (docs/decisions.md, "GPU"); no compile for `eager_conditions`.
+      // GPU speed levers (keyed), chosen from `benchmarks/bench_pretrain_step.py` rows on a GPU
+      // (docs/decisions.md, "GPU"); no compile for `eager_conditions`.
       levers: import "levers.json",
       eager_conditions: ["MXPT-SLA"],
     },

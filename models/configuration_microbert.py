@@ -40,7 +40,7 @@ class MicroBertConfig(BertConfig):
             Half-width w of the window of Eq. 4: D'(i, j) = min over k in {i-w, ..., i+w} of D(k, j).
             ``1`` is the paper's {i-1, i, i+1}; ``0`` disables windowing.
         sla_reference_window (`bool`, defaults to `False`):
-            Reproduce the reference code's window {i-1, i} (its known bug: i+1 is never used) instead of the symmetric one.
+            Reproduce the reference code's window {i-1, i} (a known bug) instead of the symmetric one.
         sla_without_parse (`str`, defaults to ``"error"``):
             What a model whose attention variant needs a parse (SLA) does when `forward` gets none
             (e.g. fine-tuning without parses; the name is historic, kept for saved configs):
@@ -66,7 +66,7 @@ class MicroBertConfig(BertConfig):
             Size of the XPOS tag set; required (> 0) when X is among the objectives.
         phrase_similarity (`str`, defaults to ``"paper"``):
             ``"paper"``: sim = −JSD on pre-dropout attention (Eq. 11, summed over keys with no division);
-            ``"reference"``: sim = +JSD/n on post-dropout attention (the reference code's known bug: it rewards diverging attention).
+            ``"reference"``: sim = +JSD/n on post-dropout attention (the reference code's sign bug).
         contrastive_temperature (`float`, defaults to 0.1): τ of InfoNCE (Eq. 10) for P and T.
         phrase_max_negatives (`int`, defaults to 10), tree_max_negatives (`int`, defaults to 10),
         tree_top_k (`int`, defaults to 3): sampler and loss sizes of the reference's SynCLM configuration.

@@ -434,8 +434,8 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
     """Encoder + the losses of one paper condition (M, MP, MT, MPT, MPT-SLA, MX, …, MXPT-SLA).
 
     Total loss = the sum of the condition's objectives (registry order M, X, P, T), all with weight 1
-    (all weight 1, as in the reference); training-only objectives (P, T) are added only in training mode, so `eval()` losses are
-    the reference's validation metric.  P and T samples are drawn from `heads` with this module's
+    as in the reference; training-only objectives (P, T) are added only in training mode, so `eval()`
+    losses are the reference's validation metric.  P and T samples are drawn from `heads` with this module's
     generator unless the batch supplies them.
     """
 

@@ -15,7 +15,7 @@ kind               attention variant    R_ij                            sequence
 
 **Relative-position scores** (``relative_form``).  ``"transformer_xl"`` (default, the paper's): the
 scores are (q_i + u)ᵀk_j + (q_i + v)ᵀr_{R_ij}, with per-layer u, v and relative keys r = W_r·s(R)
-projected from sinusoids s of the 64 clipped positions [−1, 62] (Sartran et al., §2.1; dropout on s in training,
+projected from sinusoids s of the 64 clipped positions [−1, 62] (reference `masking_rules.cc`; dropout on s in training,
 as the reference does).  u enters as the hook's query offset, the position term as its
 ``relative_keys``.  ``"bias"``: the earlier simplification q_iᵀk_j + b_{l,h}[R_ij], one learned
 scalar per layer, head and position through ``score_bias`` (TXL's term (d) only); kept as an

@@ -1,4 +1,4 @@
-"""Readers, data root, bad input, vocabulary and subword-tree invariants (the reference's data pipeline; Gessler & Zeldes, 2022)."""
+"""Readers, data root, bad input, vocabulary and subword-tree invariants (the reference's data pipeline)."""
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,4 @@
-"""UD parsing fine-tune (the reference's `parser_eval.jsonnet`): MST trees, learning on a real Wolof slice, punctuation-free
+"""UD parsing fine-tune (reference `parser_eval.jsonnet`): MST trees, learning on a real Wolof slice, punctuation-free
 scores, gold tokens in the output, the official scorer, and the explicit SLA parse modes."""
 from __future__ import annotations
 

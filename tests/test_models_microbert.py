@@ -1,4 +1,4 @@
-"""MicroBERT encoder, SLA attention, pretraining heads and checkpoints (Gessler & Schneider, §4.2 and Appendix A.1)."""
+"""MicroBERT encoder, SLA attention, pretraining heads and checkpoints (Gessler & Schneider, §4.2, App. A.1)."""
 
 from __future__ import annotations
 

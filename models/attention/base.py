@@ -42,7 +42,7 @@ def _sum(first: LayerTensors, second: LayerTensors) -> LayerTensors:
 
 @dataclass
 class RelativePositionKeys:
-    """Transformer-XL's position term (q_i + v)ᵀ r_{R_ij} for one layer (Sartran et al., §2.1).
+    """Transformer-XL's position term (q_i + v)ᵀ r_{R_ij} for one layer (Sartran et al., §2.1-2.2).
 
     index: (B, T, T) long, R_ij shifted into [0, P).  keys: (P, heads, head_dim), the layer's
     relative keys r (e.g. projected sinusoids).  query_bias: (heads, head_dim), TXL's v.

@@ -33,7 +33,8 @@ from .base import AttentionInputs, AttentionModifier, register_attention
 # Token types.
 PAD, SOS, TERMINAL, ONT, CNT1, CNT2 = 0, 1, 2, 3, 4, 5
 
-# Relative positions (Sartran et al., §2.1) clipped to [−1, 62], embedded as R + 1 in a table of 64.
+# Relative positions (Sartran et al., §2.2), clipped to [−1, 62] as the reference `masking_rules.cc`
+# does, embedded as R + 1 in a table of 64.
 RELATIVE_POSITION_MIN, RELATIVE_POSITION_MAX = -1, 62
 NUM_RELATIVE_POSITIONS = RELATIVE_POSITION_MAX - RELATIVE_POSITION_MIN + 1
 

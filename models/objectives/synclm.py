@@ -133,7 +133,7 @@ def tree_loss(
 
     Only the `top_k` most similar *real* negatives of each set enter the InfoNCE denominator.  The
     reference kept the top-k cosines but indexed their validity mask in slot order and could pick
-    padded negatives (a known bug of the reference code); here padded slots are −inf before the top-k and the mask travels with
+    padded negatives (a known reference bug); here padded slots are −inf before the top-k and the mask travels with
     the selected values, so the effective k is min(top_k, #negatives).
     """
     if samples.batch_index.numel() == 0:  # not len(): under torch.compile that would fix the sample count

@@ -1,4 +1,4 @@
-"""Model inputs: subword tokenization and word trees expanded to subword trees (as in the reference's data pipeline).
+"""Model inputs: subword tokenization and word trees expanded to subword trees (as the reference does).
 
 One instance (a dict of lists; the collator turns a batch of them into tensors):
 

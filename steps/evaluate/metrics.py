@@ -1,7 +1,7 @@
 """The figures a fine-tuned model is scored by, computed from gold and predicted annotations alone
 (the fine-tuning steps call them, and so does `steps.evaluate.rescore` on committed predictions):
 
-- UD parsing: `attachment_scores` (the paper's LAS, as in the reference's parser_eval.jsonnet, and UAS, ``las_universal``) and
+- UD parsing: `attachment_scores` (the paper's LAS, as the reference's, and UAS, ``las_universal``) and
   `official_scores` (the CoNLL 2018 shared-task scorer);
 - NER: `span_scores` (seqeval span F1, strict BIOUL).
 """

@@ -136,7 +136,7 @@ def encode_words_batch(
 ) -> List[Dict[str, Any]]:
     """Subword features for each sentence: ``input_ids`` ([CLS] … [SEP]), ``word_spans``
     (inclusive subword positions per word) and, given word-level ``heads``, the subword tree
-    ``subword_heads`` (positions 1..n; non-first pieces point at their word's first piece) that SLA encoders need; given word-level
+    ``subword_heads`` (positions 1..n, expanded as the reference does) that SLA encoders need; given word-level
     ``upos`` tags, ``upos_ids`` per subword (syntax-guided attention).
 
     Every word keeps a span, because downstream labels are per word. A sentence whose subwords do

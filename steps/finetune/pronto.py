@@ -281,7 +281,7 @@ def evaluate(model, features, labels, config: PrOntoConfig, pad_id: int, device)
 @Step.register("finetune_pronto")
 @downstream_task("pronto")
 class FinetunePronto(Step):
-    """Fine-tune an encoder on one PrOnto task and score test accuracy (paper §4.1).
+    """Fine-tune an encoder on one PrOnto task and score test accuracy (paper §5, "PrOnto").
 
     Result directory:
 

@@ -324,7 +324,7 @@ def _known_config_fields() -> set:
 @Step.register("pretrain_microbert")
 class PretrainMicrobert(Step):
     """Pretrain a µBERT under one paper condition (M, MX, MPT-SLA, …; Gessler & Schneider, §4.2) with AdamW and a
-    warmup + cosine schedule (the reference's `configs/sgcl.jsonnet`), validating on dev and checkpointing as it goes.
+    warmup + cosine schedule (reference `sgcl.jsonnet`), validating on dev and checkpointing as it goes.
 
     Result: a directory holding
 
