@@ -53,7 +53,7 @@ class PackedLSTM(torch.nn.Module):
         return run_packed_lstm(self.lstm, words, word_mask)
 
 
-HEADS = {  # the BiLSTM and dropout of the cpu regime's head and of the paper's (SPEC §H)
+HEADS = {  # the BiLSTM and dropout of the cpu regime's head and of the paper's (reference AllenNLP configs)
     "cpu": {"lstm_hidden": 200, "lstm_layers": 2, "dropout": 0.2, "input_dropout": 0.2},
     "paper": {"lstm_hidden": 400, "lstm_layers": 3, "dropout": 0.3, "input_dropout": 0.3},
 }

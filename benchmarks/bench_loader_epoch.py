@@ -1,4 +1,4 @@
-"""The slowest batch of a pretraining epoch, as a loader worker builds it (issue 14's MXPT-SLA stall).
+"""The slowest batch of a pretraining epoch, as a loader worker builds it (the MXPT-SLA stall at paper scale).
 
 Pretraining batches are length-bucketed, so each epoch of the paper-scale Wolof data has a bucket of
 its longest rows (256 rows padded to 475 subwords). Loader workers build batches ahead of the loop

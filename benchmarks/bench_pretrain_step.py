@@ -5,7 +5,7 @@ MLM labels at 15% of real tokens, random subword-level dependency trees (multi-p
 pieces to the first piece, heads are mostly near their dependents) and XPOS labels.  The reference
 point is a stock `transformers.BertForMaskedLM` of the same size on the same input ids and labels.
 
-Edman et al.'s conditions (SPEC §K) join them: M-A13 (band attention), H (its step includes the
+Edman et al.'s conditions (Edman et al., §2) join them: M-A13 (band attention), H (its step includes the
 collator's gather of the batch's soft labels from a `SoftLabelTable`, which `precompute_soft_labels`
 caches and which is built here, untimed, for the batch's rows from a trigram model counted over
 4,000 synthetic Zipf-distributed rows) and C5/C13 (one c-token row per masked target, so their step is
@@ -14,7 +14,7 @@ timings, since a shared box slows every row alike but not every run alike.
 
     python benchmarks/bench_pretrain_step.py --steps 10 --json /tmp/bench.json
 
-On a GPU (issue 14's speed levers: bf16 autocast, fused AdamW, torch.compile of the encoder),
+On a GPU (the speed levers: bf16 autocast, fused AdamW, torch.compile of the encoder),
 every combination asked for runs as its own row, e.g. "µB-M [bf16, fused]" or
 "µB-M [bf16, fused, compile reduce-overhead]"; each timed step waits for the device to finish:
 

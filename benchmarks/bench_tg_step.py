@@ -3,7 +3,7 @@
 Both models run in one process, alternating, on the same batch: the action sequences of real Wolof
 UD trees (first ``--batch-size`` sentences of the train split, words cut into 3-character pieces),
 so the TG step includes computing its STACK/COMPOSE mask and depth relative positions from the ids.
-Bar (issue 19): TG ≤ 1.5 × TXL(trees).
+Bar: TG ≤ 1.5 × TXL(trees).
 
     SIB_DATA_ROOT=../shared/data python benchmarks/bench_tg_step.py --steps 20 --threads 2 --json docs/benchmarks/tg_step.json
 """

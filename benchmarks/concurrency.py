@@ -1,4 +1,4 @@
-"""Two overlapping `tango run`s on one workspace (issue 16 item 3): shared steps run once, both
+"""Two overlapping `tango run`s on one workspace: shared steps run once, both
 runs finish, and every result equals a sequential run's.
 
     SIB_DATA_ROOT=../shared/data OMP_NUM_THREADS=1 python benchmarks/concurrency.py

@@ -1,4 +1,4 @@
-"""What each choice of the in-DAG Stanza corpus parser buys on Wolof-WTB (issue: beat UDPipe 1).
+"""What each choice of the in-DAG Stanza corpus parser buys on Wolof-WTB (the goal: beat UDPipe 1).
 
 Outside Tango, so that one tagger can be reused by several parser variants: the functions are the
 ones `train_corpus_parser` calls (`steps.parse.backends`), the Stanza CLIs get the same arguments as at

@@ -20,7 +20,7 @@ def append_record(path: Path, record: Dict[str, Any]) -> None:
 
 def main(argv=None) -> int:
     """``python -m benchmarks.records FROM.jsonl TO.jsonl --note "…"``: append records measured
-    elsewhere (a device call's ``$OUT``) to a committed record, each with a note saying which code
+    elsewhere (a GPU job's output folder) to a committed record, each with a note saying which code
     it measured; the records are otherwise kept as they were written."""
     import argparse
 

@@ -1,4 +1,4 @@
-"""Issue 18: the cpu-scale cells of the related-biases table (and its MLM-accuracy table), one
+"""The related-biases campaign: the cpu-scale cells of the related-biases table (and its MLM-accuracy table), one
 `experiments/related/<language>_<condition>.jsonnet` at a time, with wall times and cache reuse
 recorded. Not run by the tests.
 

@@ -1,4 +1,4 @@
-"""Issue 19: the cpu-scale TG table (TG, TXL (trees), TXL (terminals), 3 seeds each, Wolof and
+"""The TG campaign: the cpu-scale TG table (TG, TXL (trees), TXL (terminals), 3 seeds each, Wolof and
 English), one `experiments/<language>_tg.jsonnet` at a time, with wall times and cache reuse
 recorded; then the generation check on each trained TG. Not run by the tests.
 
@@ -64,7 +64,7 @@ def generation_check(workspace: Path, languages: List[str], count: int, shown: i
     from reporting.graphs import build_graph, cached_result
     from steps.tg.language_model import bracketing, load_lm
 
-    lines = ["# Generation from the trained Transformer Grammars (issue 19)", "",
+    lines = ["# Generation from the trained Transformer Grammars", "",
              f"Written by `python benchmarks/tg_campaign.py --samples-only --samples {count}` from the cpu-scale TG "
              "models in the cache. Constrained draws follow the action grammar by construction; unconstrained "
              "draws show how much of it each model has learned: the share of draws that are well-formed "

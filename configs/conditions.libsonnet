@@ -1,9 +1,9 @@
-// The paper's Table 2 conditions (SPEC §C) and what each implies for the builder. A condition is
+// The paper's Table 2 conditions (Gessler & Schneider, §4.2) and what each implies for the builder. A condition is
 // objective letters (M = MLM, X = XPOS tagging, P/T = SynCLM phrase/tree losses) and optionally
 // "-<SUFFIX>" naming a registered attention variant (-SLA = syntax-aware local attention, "sla").
 // Per condition: `objectives`, `attention` (the models.attention registry name, null = plain) and
 // `encoder_needs_parse` (the attention reads a parse, so fine-tuning is given the corpus parser's).
-// `related`: the conditions of the related-biases table (issue 18), next to µB-M and random-init:
+// `related`: the conditions of the related-biases table, next to µB-M and random-init:
 // Edman et al.'s band attention M-A<c> (attention "band<c>", on at fine-tuning too) and
 // limited-context MLM C<c> (the objective letter C with its window size), and H, MLM on the soft
 // labels of a trigram LM (the builder adds its build_trigram_model step). Another bias adds its
@@ -12,7 +12,7 @@
 local plain(objectives) = { objectives: objectives, attention: null, encoder_needs_parse: false };
 local band(context) = { objectives: "M", attention: "band" + context, encoder_needs_parse: false };
 local sla(objectives) = { objectives: objectives, attention: "sla", encoder_needs_parse: true };
-// Related biases (issue 18), not Table 2 rows: -G = syntax-guided attention (seed 001, SPEC §I;
+// Related biases, not Table 2 rows: -G = syntax-guided attention (Ahmad et al., 2021, §2.2-2.3;
 // "syntax_gat"), S = its structural-probe loss.
 local gat(objectives) = { objectives: objectives, attention: "syntax_gat", encoder_needs_parse: true };
 {

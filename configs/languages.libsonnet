@@ -17,7 +17,7 @@
 //   table1_note         Table 1 (reporting/tables.py --table1): why our token count differs from the paper's
 //   corpus_variants     other corpus folders under <language>/ an experiment may choose (lib.libsonnet
 //                       experiment(..., corpus=...)); the default is always <language>/corpus
-//   corpus_split_punctuation  false: load_corpus keeps whitespace tokens as they are (SPEC §A.2: no Stanza
+//   corpus_split_punctuation  false: load_corpus keeps whitespace tokens as they are (as the reference: no Stanza
 //                       retokenization for Coptic, whose corpus is already segmented into UD words)
 {
   wolof: {
@@ -41,7 +41,7 @@
       leakfree: "UD Coptic-Scriptorium r2.11, not the paper's r2.8; pretrained on the reference corpus less the 41 documents that hold the UD dev/test text",
     },
     data_notes: [
-      "DATA: the reference corpus (train.txt/dev.txt, pre-split; no retokenization, SPEC §A.2). It holds",
+      "DATA: the reference corpus (train.txt/dev.txt, pre-split; no retokenization, as in the reference). It holds",
       "the raw text of all UD dev/test documents, as the paper's did; coptic_m_leakfree.jsonnet uses the",
       "variant without them. The UD treebank is r2.11 (55,858 words), not the paper's r2.8 (48,632).",
     ],

@@ -108,7 +108,7 @@ local pronto_tables = {
   // `column`: the table column (default the language; e.g. "coptic_leakfree" for a corpus variant).
   //
   // `syntax_gat`: per task ({ud: {...}, ner: {...}}, gat_* settings) adds syntax-guided attention to
-  // the encoder at fine-tuning (the "+G" rows, SPEC §I), on the corpus parser's trees and tags.
+  // the encoder at fine-tuning (the "+G" rows; Ahmad et al., 2021), on the corpus parser's trees and tags.
   //
   // `regime`: at a scale with fine-tuning regimes (paper), one regime for both tasks instead of each
   // task's `chosen` one; the score cells are then scale "gpu-<the task's regime>".
@@ -316,11 +316,11 @@ local pronto_tables = {
   // A table column: the language, or "<language>_<variant>" for a corpus variant's cells.
   column(language, corpus=null):: if corpus == null then language else language + "_" + corpus,
 
-  // The paper's Table 2 conditions (SPEC §C) and, per condition, its objectives and attention
+  // The paper's Table 2 conditions (Gessler & Schneider, §4.2) and, per condition, its objectives and attention
   // variant: configs/conditions.libsonnet.
   conditions: (import "conditions.libsonnet").names,
 
-  // Syntax-guided attention added at fine-tuning (seed 001's own setting; SPEC §I Table 4): one
+  // Syntax-guided attention added at fine-tuning (Ahmad et al.'s own setting, their Appendix B, Table 4): one
   // syntax head (gat_syntax_heads default), δ = 1 and α = 0.5 as the seed's WikiAnn/NER runs; UD
   // parsing is structured prediction like NER and semantic parsing, which the seed also runs at δ = 1.
   gat_finetune: {
@@ -329,7 +329,7 @@ local pronto_tables = {
   },
 
   // The data pipeline alone, shared by every condition (experiments/*_data.jsonnet).
-  // Transformer Grammars (SPEC §J): TG, TXL(trees) and TXL(terminals) on one language's trees,
+  // Transformer Grammars (Sartran et al., 2022): TG, TXL(trees) and TXL(terminals) on one language's trees,
   // `seeds` each, with held-out per-word perplexity. Languages with a corpus use the corpus parse
   // (train/dev, scored on the corpus dev split) and the shared vocabulary; "english" uses the EWT
   // gold trees (train, scored on test) and a WordPiece vocabulary of their train split.
@@ -469,7 +469,7 @@ local pronto_tables = {
                              column=$.column(language, corpus), regime=regime),
     },
 
-  // The related-biases table (issue 18): `condition` (a `related` condition of conditions.libsonnet,
+  // The related-biases table: `condition` (a `related` condition of conditions.libsonnet,
   // or "M", or "random-init") with 3 fine-tuning seeds, its UD LAS and NER F1 filed under tables
   // related:ud / related:ner, and, for pretrained encoders, the MLM accuracy of Edman et al. (one
   // token masked at a time on the first 100 UD dev sentences; overall, 5 frequency bins, word

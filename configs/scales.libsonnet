@@ -1,4 +1,4 @@
-// smoke: tests and CI; cpu: one Wolof cell on 2 cores; paper: SPEC §G, for a GPU. Why: docs/decisions.md.
+// smoke: tests and CI; cpu: one Wolof cell on 2 cores; paper: the reference's sgcl.jsonnet, for a GPU. Why: docs/decisions.md.
 
 // The paper's UD head and rates, where the paper scale's fine-tuning regimes start.
 local paper_ud = {
@@ -59,7 +59,7 @@ local paper_ud = {
     max_length: 128,
     // Transformer-Grammar LMs, one budget for all three kinds: ~1.3 Wolof epochs, est. ~13 min per LM.
     tg: { max_length: 256, training: { max_steps: 400, batch_size: 32 }, evaluation: {}, agreement: {} },
-    // SPEC §G CPU reduction with its fallback lr 1e-3; ~8 min.
+    // A CPU-sized reduction of the reference's settings, with the fallback lr 1e-3; ~8 min.
     pretrain: {
       model: {},
       training: {
@@ -97,7 +97,8 @@ local paper_ud = {
       },
       // Step arguments outside the cache key.
       step: { loader_workers: 10, sync_every: 50, stall_seconds: 120 },
-      // GPU speed levers (keyed), from `benchmarks/gpu/campaign.py levers`; no compile for `eager_conditions`.
+      // GPU speed levers (keyed), chosen from `benchmarks/bench_pretrain_step.py` rows on a GPU
+      // (docs/decisions.md, "GPU"); no compile for `eager_conditions`.
       levers: import "levers.json",
       eager_conditions: ["MXPT-SLA"],
     },

@@ -1,6 +1,6 @@
 """Biaffine dependency parser over a fine-tuned subword encoder (the paper's Table 2 task).
 
-This follows AllenNLP's ``biaffine_parser`` as configured by the reference evaluation (SPEC §H):
+This follows AllenNLP's ``biaffine_parser`` as configured by the reference's `parser_eval.jsonnet`:
 
     words ──WordEncoder (encoder, ScalarMix over all layers, subword mean pooling; no POS input)
           ──input dropout──BiLSTM──[ROOT sentinel prepended as word 0]

@@ -1,17 +1,17 @@
 """Configuration for MicroBERT encoders with optional syntax-aware attention.
 
-The defaults are the µB size of SPEC §C (hidden 128, 3 layers, 8 heads of 16 dims, intermediate 512,
+The defaults are the µB size of the reference code (hidden 128, 3 layers, 8 heads of 16 dims, intermediate 512,
 512 positions).  Everything else is a `BertConfig` default (GELU, dropout 0.1).
 
 Two settings deviate from the reference deliberately:
 
 * `position_embedding_type` defaults to ``"absolute"``.  transformers 5 dropped relative position
   embeddings from `BertModel`, and an encoder pretrained without SLA must load with stock
-  `transformers.AutoModel`.  The reference's ``"relative_key_query"`` (SPEC §C) stays available as an
+  `transformers.AutoModel`.  The reference's ``"relative_key_query"`` stays available as an
   explicit option, implemented in `modeling_microbert.MicroBertSelfAttention`; such encoders are
   saved as ``model_type="microbert"``.
 * SLA's [SEP] row and its "no parse" behaviour are explicit choices (see `sla_without_parse` and
-  `trees.sla_allowed_mask`), not the reference's silent fallback (SPEC §F, §L6).
+  `trees.sla_allowed_mask`), not the reference's silent fallback to global attention when no parse is given.
 """
 
 from transformers import BertConfig
@@ -33,14 +33,14 @@ class MicroBertConfig(BertConfig):
         syntax_attention (`str` or `None`, defaults to `None`):
             `None` for plain self-attention, or the name of a registered attention variant
             (`models.attention`), e.g. ``"sla"`` for syntax-aware local attention (paper Appendix A.1,
-            Eq. 4-8; SPEC §F).  A variant with gates (SLA) adds one `Linear(hidden, 1)` per layer.
+            Eq. 4-8).  A variant with gates (SLA) adds one `Linear(hidden, 1)` per layer.
         sla_max_distance (`int`, defaults to 4):
             δ of paper Eq. 5: a key is visible to the local branch iff its windowed tree distance is ≤ δ.
         sla_window (`int`, defaults to 1):
             Half-width w of the window of Eq. 4: D'(i, j) = min over k in {i-w, ..., i+w} of D(k, j).
             ``1`` is the paper's {i-1, i, i+1}; ``0`` disables windowing.
         sla_reference_window (`bool`, defaults to `False`):
-            Reproduce the reference code's window {i-1, i} (SPEC §L6) instead of the symmetric one.
+            Reproduce the reference code's window {i-1, i} (a known bug) instead of the symmetric one.
         sla_without_parse (`str`, defaults to ``"error"``):
             What a model whose attention variant needs a parse (SLA) does when `forward` gets none
             (e.g. fine-tuning without parses; the name is historic, kept for saved configs):
@@ -50,7 +50,7 @@ class MicroBertConfig(BertConfig):
             For the band variants (``"band5"`` …, Edman et al. NLM-A): ``"half_width"`` lets query i see
             keys with |i−j| ≤ (c−1)/2 (the paper's worked example); ``"literal"``: |i−j| ≤ c (its Eq. 2).
         position_embedding_type (`str`, defaults to ``"absolute"``):
-            ``"absolute"`` (stock BERT) or ``"relative_key_query"`` (the reference's setting, SPEC §C:
+            ``"absolute"`` (stock BERT) or ``"relative_key_query"`` (the reference's setting:
             no absolute position embeddings are added; each layer has a (2·max_positions−1)×head_dim
             distance table used on both queries and keys, as in transformers 4.x), or ``"none"``: no
             position information in the encoder at all (Transformer-Grammar LMs add their own relative
@@ -58,23 +58,23 @@ class MicroBertConfig(BertConfig):
         pretraining_objectives (`str`, defaults to ``"M"``):
             Letters of the registered objectives (`models.objectives`) whose losses
             `MicroBertForPretraining` sums (paper §4): M = MLM, X = XPOS tagging, P = SynCLM phrase
-            loss, T = SynCLM tree loss; and Edman et al.'s masked-LM variants (SPEC §K): C<c> =
+            loss, T = SynCLM tree loss; and Edman et al.'s masked-LM variants (Edman et al., §2): C<c> =
             limited-context MLM in c-token windows (trains alone), H = MLM on trigram soft labels.
             Exactly one masked-LM objective (M, C<c> or H).  SLA and the band A<c> are
             `syntax_attention`, not letters.
         num_xpos_labels (`int`, defaults to 0):
             Size of the XPOS tag set; required (> 0) when X is among the objectives.
         phrase_similarity (`str`, defaults to ``"paper"``):
-            ``"paper"``: sim = −JSD on pre-dropout attention (Eq. 11, SPEC §D recommendation);
-            ``"reference"``: sim = +JSD/n on post-dropout attention (the reference code, SPEC §L1-L2).
+            ``"paper"``: sim = −JSD on pre-dropout attention (Eq. 11, summed over keys with no division);
+            ``"reference"``: sim = +JSD/n on post-dropout attention (the reference code's sign bug).
         contrastive_temperature (`float`, defaults to 0.1): τ of InfoNCE (Eq. 10) for P and T.
         phrase_max_negatives (`int`, defaults to 10), tree_max_negatives (`int`, defaults to 10),
-        tree_top_k (`int`, defaults to 3): sampler and loss sizes of SPEC §D-E.
+        tree_top_k (`int`, defaults to 3): sampler and loss sizes of the reference's SynCLM configuration.
         gat_max_distance (`int`, defaults to 4), gat_syntax_heads (`int`, defaults to 1),
         gat_fusion (`str`, defaults to ``"key_value"``), gat_layers (`int`, defaults to 4),
         gat_heads (`int`, defaults to 4), gat_head_size (`int` or `None`), gat_use_upos (`bool`,
         defaults to `True`), gat_probe_weight (`float`, defaults to 0.5), gat_probe_rank (`int` or `None`):
-            Syntax-guided attention (``syntax_attention="syntax_gat"``, condition suffix -G; SPEC §I,
+            Syntax-guided attention (``syntax_attention="syntax_gat"``, condition suffix -G; Ahmad et al., 2021,
             `models.attention.syntax_gat`): GAT mask δ, number of syntax heads n_syn per layer, fusion
             into keys+values (the reference code) or ``"query_key"`` (the paper), GAT layers L_G, heads k,
             head width d_g (None = the encoder's head width, the reference's rule), whether UPOS tags

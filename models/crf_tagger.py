@@ -1,4 +1,4 @@
-"""BiLSTM-CRF span tagger for WikiAnn NER, after AllenNLP's ``crf_tagger`` (SPEC §H).
+"""BiLSTM-CRF span tagger for WikiAnn NER, after AllenNLP's ``crf_tagger`` (the reference's `configs/ner.jsonnet`).
 
     word vectors (WordEncoder: encoder → scalar mix → subword mean) → dropout
       → BiLSTM (2 × 200 per direction, dropout 0.5 between layers) → dropout

@@ -16,7 +16,7 @@ The encoder reuses transformers' BERT modules and replaces only what syntax need
 Parameter names are those of `BertModel`, so an encoder with plain attention and absolute positions
 exports to a stock `bert` checkpoint (`MicroBertModel.export_encoder`).
 
-Paper: Appendix A (SLA Eq. 4-8, InfoNCE Eq. 10, phrase Eq. 11, tree Eq. 12).  Spec: SPEC §C-F.
+Paper: Appendix A (SLA Eq. 4-8, InfoNCE Eq. 10, phrase Eq. 11, tree Eq. 12); model: Gessler & Schneider, §4.2.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class MicroBertSelfAttention(BertSelfAttention):
         return torch.matmul(probabilities, value), averaged
 
     def _attend_gated(self, global_probabilities, local_probabilities, gate, value, return_probabilities):
-        """O = (D ⊙ A) V with A = g·A_l + (1−g)·A_g and D one dropout mask (paper Eq. 8-9, SPEC §F).
+        """O = (D ⊙ A) V with A = g·A_l + (1−g)·A_g and D one dropout mask (paper Eq. 8-9).
 
         Eq. 8 puts g on the global branch; the gate's learned sign makes the two equivalent, and this
         follows the reference.  Because everything is linear in A, we mix the two branch *outputs*,
@@ -260,7 +260,7 @@ class MicroBertModelOutput(ModelOutput):
 
 
 class MicroBertModel(MicroBertPreTrainedModel):
-    """BERT encoder (no pooler by default, SPEC §C) with the `AttentionModifier` hook and the
+    """BERT encoder (no pooler by default, as in the reference) with the `AttentionModifier` hook and the
     attention variant of ``config.syntax_attention``."""
 
     _no_split_modules = ["BertEmbeddings", "MicroBertLayer"]
@@ -315,7 +315,7 @@ class MicroBertModel(MicroBertPreTrainedModel):
             upos_ids: (B, T) UPOS ids per subword, for a variant that embeds them (syntax-guided attention).
             output_hidden_states: also return embeddings + every layer's output (for ScalarMix heads).
             return_last_layer_attention: None, "pre_dropout" or "post_dropout": also return the last
-                layer's attention probabilities averaged over heads (SynCLM phrase loss, SPEC §D).
+                layer's attention probabilities averaged over heads (SynCLM phrase loss, paper Eq. 11).
         """
         if return_last_layer_attention not in ATTENTION_PROBABILITY_STAGES:
             raise ValueError(f"return_last_layer_attention must be one of {ATTENTION_PROBABILITY_STAGES}")
@@ -434,8 +434,8 @@ class MicroBertForPretraining(MicroBertPreTrainedModel):
     """Encoder + the losses of one paper condition (M, MP, MT, MPT, MPT-SLA, MX, …, MXPT-SLA).
 
     Total loss = the sum of the condition's objectives (registry order M, X, P, T), all with weight 1
-    (SPEC §C); training-only objectives (P, T) are added only in training mode, so `eval()` losses are
-    the validation metric of SPEC §G.  P and T samples are drawn from `heads` with this module's
+    as in the reference; training-only objectives (P, T) are added only in training mode, so `eval()`
+    losses are the reference's validation metric.  P and T samples are drawn from `heads` with this module's
     generator unless the batch supplies them.
     """
 

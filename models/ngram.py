@@ -1,5 +1,5 @@
 """An interpolated trigram LM over subword ids, queried for every vocabulary candidate at once
-(Edman et al. NLM-H and the trigram row of the MLM-accuracy table; SPEC §K).
+(Edman et al. NLM-H and the trigram row of the MLM-accuracy table; Edman et al., §2.3 and §3.1).
 
 Why not a package: the paper used KenLM, but the `kenlm` package on PyPI is an sdist (C++ build)
 that only *queries* ARPA/binary models; `lmplz`, which builds them, is not in it, so nothing

@@ -2,7 +2,7 @@
 
 From ``heads`` alone, a forward builds the batch's `TreeStructure`, the attention variant's mask
 (SLA) and each structure objective's random samples (P, T).  That is a few hundred small tensor ops
-and several reads back to the host per step (issue 14: µB-MXPT-SLA ran 2.9× µB-M on a GPU, where each
+and several reads back to the host per step (at paper scale µB-MXPT-SLA ran 2.9× µB-M on a GPU, where each
 costs a kernel launch or a sync, against 1.2× on CPU).  `ParseInputs` does the same work on the host,
 in the loader worker that collates the batch, and adds the results as batch fields the model
 accepts (``sla_mask``, ``phrase_samples``, ``tree_samples``); the step then runs only the encoder

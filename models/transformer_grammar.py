@@ -1,5 +1,5 @@
 """Left-to-right language models over action sequences: Transformer Grammar (TG) and the two
-Transformer-XL baselines, TXL(trees) and TXL(terminals) (TG paper §2-3; SPEC §J).
+Transformer-XL baselines, TXL(trees) and TXL(terminals) (Sartran et al., §2-3).
 
 All three are the same µB-size `MicroBertModel` stack with ``position_embedding_type="none"``,
 output logits tied to the input embeddings (the paper multiplies by Eᵀ), and differ only in the
@@ -15,7 +15,7 @@ kind               attention variant    R_ij                            sequence
 
 **Relative-position scores** (``relative_form``).  ``"transformer_xl"`` (default, the paper's): the
 scores are (q_i + u)ᵀk_j + (q_i + v)ᵀr_{R_ij}, with per-layer u, v and relative keys r = W_r·s(R)
-projected from sinusoids s of the 64 clipped positions [−1, 62] (SPEC §J; dropout on s in training,
+projected from sinusoids s of the 64 clipped positions [−1, 62] (reference `masking_rules.cc`; dropout on s in training,
 as the reference does).  u enters as the hook's query offset, the position term as its
 ``relative_keys``.  ``"bias"``: the earlier simplification q_iᵀk_j + b_{l,h}[R_ij], one learned
 scalar per layer, head and position through ``score_bias`` (TXL's term (d) only); kept as an
@@ -50,7 +50,7 @@ IGNORE_INDEX = -100
 
 def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, relative_form: str = "transformer_xl",
               **overrides) -> MicroBertConfig:
-    """µB-size config (SPEC §C defaults) of a left-to-right LM of ``kind``."""
+    """µB-size config (`MicroBertConfig` defaults) of a left-to-right LM of ``kind``."""
     if kind not in LM_KINDS:
         raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
     if relative_form not in RELATIVE_FORMS:
@@ -69,7 +69,7 @@ def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, r
 
 
 def next_action_labels(input_ids: torch.Tensor, num_terminals: int, num_labels: int) -> torch.Tensor:
-    """Labels of SPEC §J: position i predicts a'[i+1]; COMPOSE (CNT1) positions, padding and the
+    """Labels (Sartran et al., §2.1): position i predicts a'[i+1]; COMPOSE (CNT1) positions, padding and the
     last position predict nothing (``IGNORE_INDEX``).  A CNT1 is followed by its CNT2, so no
     label is ever a CNT2 id."""
     types = action_types(input_ids, num_terminals, num_labels)

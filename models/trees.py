@@ -1,6 +1,6 @@
 """Batched dependency-tree utilities on subword-level `heads` tensors.
 
-Conventions (SPEC "Conventions" and §A.7): positions index `input_ids`, with [CLS] at 0 and [SEP] at
+Conventions (those of the reference code): positions index `input_ids`, with [CLS] at 0 and [SEP] at
 n+1.  For a real token at position p in 1..n, ``heads[b, p]`` is the position of its head in 0..n,
 where 0 is the virtual ROOT (which shares index 0 with [CLS]); ``heads`` is -1 at [CLS], [SEP] and
 padding.  Tree *nodes* are the real tokens 1..n; ROOT is never a node, so distances and subtrees
@@ -35,7 +35,7 @@ class TreeStructure:
         ancestors: (B, T, T) bool, ``ancestors[b, i, j]`` iff j is a proper ancestor of i (ROOT excluded).
         subtree: (B, T, T) bool, ``subtree[b, r, j]`` iff j ∈ S(r), the subtree rooted at r (r included).
         depth: (B, T) long, edges from ROOT (the sentence root has depth 1); 0 at non-nodes.
-        height: (B, T) long, node-height of S(r): 1 for a leaf (SPEC §D); 0 at non-nodes.
+        height: (B, T) long, node-height of S(r): 1 for a leaf (as in the reference's SynCLM sampler); 0 at non-nodes.
         subtree_size: (B, T) long, |S(r)|; 0 at non-nodes.
         num_nodes: (B,) long, n.
     """
@@ -158,7 +158,7 @@ def subtree_membership(heads: torch.Tensor) -> torch.Tensor:
 
 
 def subtree_height(heads: torch.Tensor) -> torch.Tensor:
-    """(B, T) long: node-height of each subtree, a leaf having height 1 (SPEC §D `max_subtree_height`)."""
+    """(B, T) long: node-height of each subtree, a leaf having height 1 (the reference's `max_subtree_height`)."""
     return TreeStructure.from_heads(heads).height
 
 
@@ -223,7 +223,7 @@ def sla_allowed_mask(
 ) -> torch.Tensor:
     """(B, T, T) bool: which keys (columns) each query (row) may see in SLA's local branch.
 
-    Paper Eq. 4-5 (SPEC §F).  For real tokens i, j:
+    Paper Eq. 4-5 (Appendix A.1).  For real tokens i, j:
     D'(i, j) = min over k in {i−w, …, i+w} ∩ {1..n} of D(k, j), and j is allowed iff D'(i, j) ≤ δ
     (with ``reference_window=True`` the window is {i−w, …, i}, the reference's L6 bug).
     The special positions follow the reference, except for the [SEP] row:
@@ -232,7 +232,7 @@ def sla_allowed_mask(
     * the [CLS] row additionally allows every real token;
     * the [SEP] row therefore allows exactly [CLS] and itself.  The reference blocks this row
       completely, which turns its softmax into a uniform distribution over all positions,
-      padding included (SPEC §L6); we keep it a proper, finite distribution instead;
+      padding included (a known bug of the reference code); we keep it a proper, finite distribution instead;
     * padding columns are never allowed; padding rows allow only the [CLS]/[SEP] columns, which is
       enough to keep their softmax finite (their outputs are never used).
 
@@ -280,7 +280,7 @@ def _uniform_keys(shape, generator: torch.Generator | None, device: torch.device
 
 
 # --------------------------------------------------------------------------------------------------
-# SynCLM phrase-guided sampling (SPEC §D)
+# SynCLM phrase-guided sampling (Zhang et al., 2022; paper Appendix A.2)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -314,7 +314,7 @@ def sample_phrase_triples(
     min_size: int = 2,
     structure: TreeStructure | None = None,
 ) -> PhraseSamples:
-    """Sample phrase-guided contrastive triples from every eligible subtree (SPEC §D).
+    """Sample phrase-guided contrastive triples from every eligible subtree (Zhang et al., 2022).
 
     A node r yields a phrase S(r) iff height(S(r)) ≤ `max_height`, |S(r)| ≥ `min_size` and some real
     token lies outside S(r).  Positive: uniform in S(r) (r allowed); query: uniform in S(r) minus the
@@ -346,7 +346,7 @@ def sample_phrase_triples(
 
 
 # --------------------------------------------------------------------------------------------------
-# SynCLM tree-guided sampling (SPEC §E)
+# SynCLM tree-guided sampling (Zhang et al., 2022; paper Appendix A.2)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -399,7 +399,7 @@ def sample_tree_sets(
     min_negatives: int = 2,
     structure: TreeStructure | None = None,
 ) -> TreeSamples:
-    """Sample tree-guided contrastive sets from every eligible root (SPEC §E).
+    """Sample tree-guided contrastive sets from every eligible root (Zhang et al., 2022).
 
     Root r is eligible iff `min_size` ≤ |S(r)| ≤ `max_size` and A(r) ≠ ∅, where A(r) are the
     linear ±1 neighbours of S(r) that are real tokens, not in S(r) and not ancestors of r.

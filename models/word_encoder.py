@@ -1,10 +1,10 @@
 """Word-level features from a subword encoder, for the downstream parser and NER tagger.
 
 This is what AllenNLP's ``pretrained_transformer_mismatched`` embedder does in the reference
-evaluation (SPEC §H): run the encoder over [CLS] subwords [SEP], mix its hidden layers with a
+evaluation: run the encoder over [CLS] subwords [SEP], mix its hidden layers with a
 learned scalar mix, and average each word's subword vectors. One difference by default: the mix
-here also takes the embedding layer's output (as µBERT's own XPOS head does in pretraining, SPEC
-§C), while AllenNLP's embedder mixes the transformer layers only (``hidden_states[1:]``);
+here also takes the embedding layer's output (as µBERT's own XPOS head does in pretraining),
+while AllenNLP's embedder mixes the transformer layers only (``hidden_states[1:]``);
 ``mix_embedding_layer=False`` is the reference's mix.
 
 The encoder is any `transformers` model that returns hidden states (stock ``bert`` exports, µBERT
@@ -61,7 +61,7 @@ class WordEncoder(nn.Module):
         self.mix_embedding_layer = mix_embedding_layer
         self.scalar_mix = ScalarMix(encoder.config.num_hidden_layers + int(mix_embedding_layer))
         # Syntax-guided attention (-G) brings its structural-probe loss, weighted α = gat_probe_weight
-        # (SPEC §I: L = L_task + α(L_dist + L_depth)); its probes are fresh fine-tuning parameters.
+        # (Ahmad et al., §2.4: L = L_task + α(L_dist + L_depth)); its probes are fresh fine-tuning parameters.
         variant = attention_variant(getattr(encoder.config, "syntax_attention", None))
         self.uses_upos = variant is not None and variant.name == "syntax_gat"
         self.probe_weight = encoder.config.gat_probe_weight if self.uses_upos else 0.0

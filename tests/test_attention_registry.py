@@ -1,4 +1,4 @@
-"""The bar of issue 15: an attention variant is one registered builder. This file registers a toy
+"""The bar: an attention variant is one registered builder. This file registers a toy
 variant ("no attention to [SEP]") here, in the test, and pretrains it through the real
 `PretrainMicrobert` step with nothing under models/ or steps/ knowing about it."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The bad-input matrix (issue 16): malformed variants of real files, each derived in tmp_path from a
+"""The bad-input matrix: malformed variants of real files, each derived in tmp_path from a
 slice of the shared data (Wolof UD dev, Wolof WikiAnn dev, Wolof Wikipedia corpus files).
 
 Every case either reads exactly as the clean slice does, or fails with a one-line DataError that
@@ -667,5 +667,5 @@ def test_external_trainers_get_a_normalised_copy(clean_conllu, tmp_path):
 
 
 def test_the_matrix_is_large_enough():
-    # Issue 16's bar: at least 30 bad-input cases (the file cases alone; configs come on top).
+    # The bar: at least 30 bad-input cases (the file cases alone; configs come on top).
     assert len(CONLLU_CASES) + len(BIO_CASES) + len(CORPUS_CASES) >= 30

@@ -47,7 +47,7 @@ def test_logged_lines_name_no_machine_paths(tmp_path):
 
 
 def test_language_campaign_files_are_committed_as_generated():
-    """experiments/seeds/ holds every cell of the issue-17 campaign, as the campaign writes it, and
+    """experiments/seeds/ holds every cell of the five-language campaign, as the campaign writes it, and
     each calls the builder with 3 seeds (or is a 5-seed file): the tables read exactly these."""
     from benchmarks import languages_campaign as campaign
 
@@ -64,7 +64,7 @@ def test_language_campaign_files_are_committed_as_generated():
 
 def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_path, capsys):
     """The GPU lever rows (bf16 autocast × fused AdamW) run through the same code on CPU, for every
-    condition family: a dtype clash under autocast fails here, not in a GPU allocation."""
+    condition family: a dtype clash under autocast fails here, not in a GPU job."""
     import json
 
     from benchmarks.bench_pretrain_step import main
@@ -95,7 +95,7 @@ def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_pat
 def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_path):
     """The compile lever's rows (torch.compile of the encoder, `compile_module`) through the same
     code on CPU, with the aot_eager backend (no code generation): a trace failure of the MXPT-SLA
-    encoder shows here, not in a GPU allocation. The eager rows keep their names."""
+    encoder shows here, not in a GPU job. The eager rows keep their names."""
     import json
 
     import torch._dynamo

@@ -131,7 +131,7 @@ def test_readme_example_loads_the_cached_encoder_with_stock_transformers(small_c
         reference = model(**tokenizer("Waaw , dama ko xam", return_tensors="pt")).last_hidden_state
     assert type(namespace["model"]).__name__ == "BertModel"
     assert torch.equal(namespace["hidden"].detach(), reference)
-    # ... and the weights are the final pretraining checkpoint's (SPEC §G: the last step is exported).
+    # ... and the weights are the final pretraining checkpoint's (the reference exports the last step).
     checkpoint = torch.load(workspace.step_dir(step) / "work" / "checkpoint.pt", weights_only=True)
     weights = namespace["model"].state_dict()
     for name, value in checkpoint["model"].items():

@@ -1,4 +1,4 @@
-"""Cache integrity (issue 16 item 5).
+"""Cache integrity.
 
 - Editing one data file recomputes exactly the steps that read it (and their dependents);
   touching it without a change recomputes nothing (DataPath keys follow content, not mtime).

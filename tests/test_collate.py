@@ -1,4 +1,4 @@
-"""Collator invariants (SPEC §A.10, §C masking, §L "MLM") on real Wolof instances."""
+"""Collator invariants (span padding, MLM masking) on real Wolof instances."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Two `tango run`s on one workspace share a step: it runs once and both runs finish (issue 16 item 3).
+"""Two `tango run`s on one workspace share a step: it runs once and both runs finish.
 
 The shared step (a stand-in written to a module here) holds until the test releases it, and the
 test releases it only once the second run has logged that it is waiting for the first run's step,

@@ -12,7 +12,7 @@ from models.objectives import OBJECTIVES, PER_BATCH, PER_LABELLED_ROW, PER_MASKE
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_CONDITIONS = ["M", "MP", "MT", "MPT", "MPT-SLA", "MX", "MXP", "MXT", "MXPT", "MXPT-SLA"]
-LOCAL_CONDITIONS = ["M-A5", "M-A9", "M-A13", "C5", "C9", "C13"]  # Edman et al. (issue 18)
+LOCAL_CONDITIONS = ["M-A5", "M-A9", "M-A13", "C5", "C9", "C13"]  # Edman et al.
 
 
 def libsonnet_table() -> dict:

@@ -1,4 +1,4 @@
-"""Kill-and-resume of the corpus parser steps (issue 16 item 1) on small real Wolof slices.
+"""Kill-and-resume of the corpus parser steps on small real Wolof slices.
 
 A run stopped by a crash hook leaves its Tango work dir behind; running the same step again in
 that workspace must skip the finished training phases (train_corpus_parser) or parsed batches

@@ -1,4 +1,4 @@
-"""Readers, data root, bad input, vocabulary and subword-tree invariants (SPEC §A, §B, §L)."""
+"""Readers, data root, bad input, vocabulary and subword-tree invariants (the reference's data pipeline)."""
 from __future__ import annotations
 
 import logging
@@ -168,7 +168,7 @@ def test_vocabulary_size_formula():
     assert vocabulary_size(10_000) == 8000
     assert vocabulary_size(15_000) == 8000
     assert vocabulary_size(465_000) == 14_000
-    assert vocabulary_size(59_100) == 8588  # Wolof's size in SPEC §B
+    assert vocabulary_size(59_100) == 8588  # Wolof's size by MicroBERT's rule
 
 
 def test_tokenizer_special_ids_and_round_trip(small_wolof_tokenizer, tmp_path):
@@ -187,7 +187,7 @@ def test_empty_word_becomes_unk(small_wolof_tokenizer):
     assert encode_words(small_wolof_tokenizer, ["\u200b", "bi"])[0] == [small_wolof_tokenizer.unk_token_id]
 
 
-# --- subword trees (SPEC §A.7 and §L invariants) --------------------------------------------
+# --- subword trees (expansion to subwords and its invariants) --------------------------------------------
 
 
 def test_expand_tree_small_example():

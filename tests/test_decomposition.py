@@ -150,7 +150,7 @@ def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes
 
 def test_cpu_relpos_changes_only_the_pretrained_positions():
     """One factor: the cpu_relpos cell shares every step upstream of pretraining with the cpu cell,
-    pretrains with the same settings but SPEC §C's relative_key_query positions, and fine-tunes
+    pretrains with the same settings but the reference's relative_key_query positions, and fine-tunes
     and scores the same way."""
     from tango.common import Params
     from tango.step_graph import StepGraph

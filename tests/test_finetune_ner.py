@@ -1,4 +1,4 @@
-"""NER fine-tuning (SPEC §H): the BIOUL-constrained CRF against brute force, the WikiAnn reader,
+"""NER fine-tuning (reference `ner.jsonnet`): the BIOUL-constrained CRF against brute force, the WikiAnn reader,
 and the finetune_ner step end to end on a slice of Wolof WikiAnn with a tiny random µBERT."""
 from __future__ import annotations
 

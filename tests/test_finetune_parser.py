@@ -1,4 +1,4 @@
-"""UD parsing fine-tune (SPEC §H): MST trees, learning on a real Wolof slice, punctuation-free
+"""UD parsing fine-tune (reference `parser_eval.jsonnet`): MST trees, learning on a real Wolof slice, punctuation-free
 scores, gold tokens in the output, the official scorer, and the explicit SLA parse modes."""
 from __future__ import annotations
 
@@ -454,7 +454,7 @@ def test_reference_head_is_keyed_only_when_set_and_recorded(plain_encoder, treeb
 def test_fine_tuning_step_benchmark_times_the_paper_head_eager_and_compiled(plain_encoder, treebank_slice, tmp_path):
     """benchmarks/bench_finetune_step.py's compile rows (the whole parser under torch.compile, the
     lever against a GPU step bound by its launches) through the same code on CPU, with aot_eager:
-    a trace failure shows here, not in a GPU allocation."""
+    a trace failure shows here, not in a GPU job."""
     import torch._dynamo
 
     from benchmarks.bench_finetune_step import main

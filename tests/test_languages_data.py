@@ -1,4 +1,4 @@
-"""Issue 17: the paper's other four languages on the real data (Coptic's pre-split reference and
+"""The paper's other four languages on the real data (Coptic's pre-split reference and
 leak-free corpora, Uyghur in Arabic script)."""
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_coptic_reference_corpus_keeps_its_own_split_and_the_reference_cut(tmp_p
                     max_train_sentences=1, max_dev_sentences=1)
     assert unjoined["stats"]["train_whitespace_tokens"] == 983_264
     assert stats["dev_whitespace_tokens"] == whitespace_tokens(dev) == 21_389
-    # No retokenization (SPEC §A.2): the first kept sentence is the file's first line, as it is.
+    # No retokenization: the first kept sentence is the file's first line, as it is.
     assert corpus["train"][0] == train.read_text(encoding="utf-8").splitlines()[0].split()
     assert len(corpus["train"]) == 50 and len(corpus["dev"]) == 20
 

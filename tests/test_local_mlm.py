@@ -1,4 +1,4 @@
-"""Edman et al.'s local MLM conditions (SPEC §K): band attention A<c> and limited-context MLM C<c>,
+"""Edman et al.'s local MLM conditions (Edman et al., §2.1-2.2): band attention A<c> and limited-context MLM C<c>,
 pinned against brute-force loops, and both pretrained through the real step on real Wolof rows."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MicroBERT encoder, SLA attention, pretraining heads and checkpoints (SPEC §C, §F, §L)."""
+"""MicroBERT encoder, SLA attention, pretraining heads and checkpoints (Gessler & Schneider, §4.2, App. A.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""JSD, InfoNCE, phrase and tree losses (paper Eq. 10-12; SPEC §D-E, invariants of §L)."""
+"""JSD, InfoNCE, phrase and tree losses (paper Eq. 10-12; Zhang et al., 2022)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def phrase_setup(alpha: float):
 
 
 def test_phrase_loss_falls_as_positive_attention_approaches_query():
-    """Catches SPEC §L1: with the paper's sim = −JSD the loss must fall as the positive converges."""
+    """Catches the reference's sign bug: with the paper's sim = −JSD the loss must fall as the positive converges."""
     paper = [phrase_loss(*phrase_setup(alpha), similarity="paper").item() for alpha in (0.0, 0.5, 0.9, 1.0)]
     assert all(later < earlier for earlier, later in zip(paper, paper[1:])), paper
 
@@ -131,7 +131,7 @@ def test_tree_similarity_range_identity_and_single_child():
 
 
 def test_tree_loss_top_k_uses_best_real_negatives_only():
-    """SPEC §L3: top-k must be taken among real negatives, and padded slots must never be picked."""
+    """The reference's top-k bug: top-k must be taken among real negatives, and padded slots must never be picked."""
     torch.manual_seed(0)
     hidden = torch.randn(1, 8, 4)
     positive = torch.zeros(1, 8, dtype=torch.bool)

@@ -113,7 +113,7 @@ def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_p
     for_m = {k: v for k, v in chosen.items() if k != "compile_objectives"}
     assert {k: committed["pretrained_model"].kwargs[k] for k in for_m} == for_m
     assert committed["pretrained_model"].kwargs.get("compile_objectives") is None
-    # MXPT-SLA pretrains eager (its compile outlasted a device call): the other levers, no compile.
+    # MXPT-SLA pretrains eager (its compile outlasted a GPU job's time limit): the other levers, no compile.
     sla = StepGraph.from_params(Params.from_file(REPO / "experiments/paper/wolof_mxpt_sla.jsonnet").pop("steps"))
     eager = {k: v for k, v in chosen.items() if k not in COMPILE_LEVERS}
     assert eager and {k: sla["pretrained_model"].kwargs.get(k) for k in chosen} == {**dict.fromkeys(chosen), **eager}

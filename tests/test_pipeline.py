@@ -134,7 +134,7 @@ def test_smoke_cell_reuses_data_steps_and_tables_match_the_cache(smoke_workspace
 
 
 def test_report_lists_cache_entries_copied_from_another_workspace(smoke_workspace, tmp_path):
-    """Cache entries brought from another machine (a GPU campaign's) have no record of their run in
+    """Cache entries brought from another machine (a GPU job's) have no record of their run in
     this workspace's step-info database: the workspace records them as completed where they lie
     (`tango run -j` failed them before), and the report lists them from the cache."""
     import shutil

@@ -1,5 +1,5 @@
 """The pretraining step end to end through Tango: a few steps of a tiny µBERT on real Wolof
-instances, encoder export, metrics, and resuming after a crash (SPEC §G)."""
+instances, encoder export, metrics, and resuming after a crash."""
 from __future__ import annotations
 
 import json
@@ -64,7 +64,7 @@ def test_plain_condition_exports_a_stock_bert_encoder(pretraining_data, tokenize
     assert type(encoder) is BertModel and encoder.config.hidden_size == 32
     assert tokenizer("Waaw , dama ko xam")["input_ids"][0] == tokenizer.cls_token_id
 
-    # The export is the last state (SPEC §G): equal to the model in the final checkpoint.
+    # The export is the last state, as in the reference: equal to the model in the final checkpoint.
     checkpoint = torch.load(workspace.work_dir(step) / "checkpoint.pt", weights_only=True)
     assert checkpoint["state"]["step"] == 6
     exported = encoder.state_dict()
@@ -127,7 +127,7 @@ def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run
 
 def test_sigint_stops_at_the_step_boundary_with_a_checkpoint_and_the_resumed_run_is_the_uninterrupted_one(
         pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
-    """A device call's time running out (campaign.py sends SIGINT) during step 3's forward: step 3
+    """A GPU job's time running out (`tools/jobs.py run` sends SIGINT) during step 3's forward: step 3
     finishes, a checkpoint is written at it although none is due (checkpoint_every 100), and the run
     stops as interrupted; run again, it resumes from step 3 and ends with the uninterrupted weights."""
     import signal
@@ -163,7 +163,7 @@ def test_sigint_stops_at_the_step_boundary_with_a_checkpoint_and_the_resumed_run
 
 
 def test_a_stopped_pretraining_copied_to_another_workspace_resumes_there(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
-    """How a paper-scale pretraining spans device lendings: `campaign.py pack` brings a stopped
+    """How a paper-scale pretraining spans several GPU jobs: `tools/jobs.py pack` brings a stopped
     entry's folder back, a copy of it goes into the next machine's fresh cache (no step
     database there, no lock), and that run resumes from its checkpoint."""
     import shutil
@@ -458,7 +458,7 @@ def test_builder_rejects_unknown_conditions(tmp_path):
 def test_every_attention_variant_compiles_into_one_encoder_graph():
     """A value read back from the device inside the encoder (a data check's `bool(tensor.any())`)
     splits torch.compile's graph there; under CUDA graphs the MXPT-SLA encoder then made no step in
-    80 s on an H200 (SPEC §F mask check, trees.py). Every registered attention variant, through the
+    80 s on an H200 (the SLA mask check, trees.py). Every registered attention variant, through the
     one hook, must trace as one graph with no break."""
     import torch._dynamo
 

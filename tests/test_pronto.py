@@ -1,4 +1,4 @@
-"""PrOnto fine-tuning (SPEC §H): the task table on the real Spanish sample, the reader's errors,
+"""PrOnto fine-tuning (reference `sequence_classifier.py`): the task table on the real Spanish sample, the reader's errors,
 the pair tasks' key token, and short real fine-tunes of a tiny random-init µBERT through Tango."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""H: n-gram soft labels (Edman et al. NLM-H, SPEC §K).  The vectorised trigram model and soft labels
+"""H: n-gram soft labels (Edman et al., §2.3, NLM-H).  The vectorised trigram model and soft labels
 are pinned against a dictionary-count trigram written out as in the paper's formulas, looped over
 candidates; H pretrains through the real step on real Wolof rows."""
 from __future__ import annotations

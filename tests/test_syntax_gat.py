@@ -1,5 +1,5 @@
-"""Syntax-guided attention G and the structural probe S (seed 001, SPEC §I), against brute-force
-references written from the SPEC text: the GAT distance mask by BFS over an explicitly built graph
+"""Syntax-guided attention G and the structural probe S (Ahmad et al., 2021, §2.2-2.4), against brute-force
+references written from the paper's definitions: the GAT distance mask by BFS over an explicitly built graph
 of real Wolof trees, the probe losses on a hand-computed 4-word tree, the GAT layer by a loop over
 nodes; then G pretrains through the real step and is added to an encoder at UD fine-tuning."""
 from __future__ import annotations
@@ -28,7 +28,7 @@ from steps.pretrain.collate import PretrainingCollator
 
 
 def bfs_distances(instance) -> list[list[int]]:
-    """All-pairs path lengths in the SPEC §I tree, built from the word-level tree and word spans:
+    """All-pairs path lengths in the syntax_gat tree, built from the word-level tree and word spans:
     [CLS] (0) – [SEP] (n+1); [CLS] – first piece of the root word; first piece of each word –
     first piece of its head word; every other piece – its word's first piece."""
     spans = instance["token_spans"][1:-1]

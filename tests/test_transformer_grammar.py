@@ -1,4 +1,4 @@
-"""Transformer Grammars (SPEC §J): action sequences from dependency trees, the STACK/COMPOSE mask and
+"""Transformer Grammars (Sartran et al., Algorithm 1): action sequences from dependency trees, the STACK/COMPOSE mask and
 relative positions, each against an independent brute-force version."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Tree utilities, the SLA mask and the SynCLM samplers against brute force (SPEC §D-F, §L).
+"""Tree utilities, the SLA mask and the SynCLM samplers against brute force (paper Appendix A; Zhang et al., 2022).
 
 Real trees come from the shared UD dev files (read-only, never copied into the repo); each is also
-expanded to subwords by splitting some words into pieces the way SPEC §A.7 does.
+expanded to subwords by splitting some words into pieces the way the reference's data pipeline does.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_LENGTH = 72
 
 
 def expand_to_subwords(word_heads: list[int], pieces: list[int]) -> list[int]:
-    """SPEC §A.7: first piece gets the head word's first piece (0 for the root); others point at
+    """Expansion to subwords: first piece gets the head word's first piece (0 for the root); others point at
     their own first piece.  Returns 1-based subword heads."""
     first_piece, position = [], 1
     for count in pieces:
@@ -295,7 +295,7 @@ def test_sla_matches_brute_force_on_real_trees(grouped, ud_batches, monkeypatch)
 
 
 def test_a_long_rows_bucket_costs_its_rows_own_lengths_not_the_padding():
-    """The µB-MXPT-SLA stall on the H100 (stop 40): one length bucket of each paper-scale epoch pads
+    """The µB-MXPT-SLA stall on the H100: one length bucket of each paper-scale epoch pads
     256 rows to its longest (475 subwords, median 169), and the SLA distances were one T × T matmul
     per row, 2·B·T³ FLOPs (55 GFLOP, 2.1 s of a loader worker's 6.3 s), so the loop waited on that
     batch. On a CPU they now come in groups of similar-length rows: here one row of 400 among rows
@@ -429,7 +429,7 @@ def test_tree_sampler_negative_is_splice_of_subtrees():
 
 
 def brute_force_tree_sets(batch: torch.Tensor, seed: int, max_negatives: int = 10, min_negatives: int = 2) -> list:
-    """SPEC §E one root at a time, in Python sets, drawing from the same random stream in the same
+    """The tree-guided sampler one root at a time, in Python sets, drawing from the same random stream in the same
     order as `sample_tree_sets`: target keys (roots × T), value keys (roots × T), then pick keys
     (roots × the longest pair list). Returns (row, root, S(r), negatives in pick order) per kept root."""
     generator, length = torch.Generator().manual_seed(seed), batch.shape[1]

@@ -1,4 +1,4 @@
-"""Security basics (issue 16 item 6): exported encoders are safetensors, never pickles."""
+"""Security basics: exported encoders are safetensors, never pickles."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""The UD scores (SPEC §H) and the CoNLL-U writers, against independent reference loops on real
+"""The UD scores (AllenNLP's AttachmentScores) and the CoNLL-U writers, against independent reference loops on real
 Wolof sentences; re-scoring NER predictions without the cache."""
 from __future__ import annotations
 

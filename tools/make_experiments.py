@@ -3,7 +3,7 @@
     python tools/make_experiments.py          # (re)write experiments/{,smoke/,paper/}<lang>_<cond>.jsonnet
     python tools/make_experiments.py --check  # exit 1 if any file is missing or differs
 
-The related-biases table (issue 18) has its own files, experiments/related/ (cpu) and
+The related-biases table has its own files, experiments/related/ (cpu) and
 experiments/smoke/related/: one per (language, related condition), plus µB-M and random-init with
 the same three seeds.
 
@@ -55,7 +55,7 @@ def render(language: str, condition: str, scale: str, folder: Path) -> str:
                         f'experiment("{language}", "{condition}", "{scale}"{seeds_argument(scale)})', MISSING_DATA.get(language, []))
 
 
-# Baseline encoders fine-tuned through the same steps (issue 4): a random-init µBERT (the control
+# Baseline encoders fine-tuned through the same steps: a random-init µBERT (the control
 # for what pretraining buys) and mBERT, which runs only where its weights are in the local HF cache.
 BASELINES = {
     "random_init": ("random_init_experiment", "a randomly initialised µBERT with the same vocabulary", '"{language}", "{scale}"'),
@@ -70,8 +70,8 @@ def render_baseline(language: str, baseline: str, scale: str, folder: Path) -> s
                         f"{builder}({arguments.format(language=language, scale=scale)}{seeds_argument(scale)})", [])
 
 
-# The related-biases table (issue 18): µB-M, the controls, µB-M with syntax-guided attention added at
-# fine-tuning ("M+G", seed 001's own setting), and every condition of conditions.libsonnet `related`.
+# The related-biases table: µB-M, the controls, µB-M with syntax-guided attention added at
+# fine-tuning ("M+G", Ahmad et al.'s own setting), and every condition of conditions.libsonnet `related`.
 RELATED_CONDITIONS = ["M", "random-init", "trigram-LM", "M+G"] + related_conditions()
 RELATED_SCALES = {"cpu": Path("experiments/related"), "smoke": Path("experiments/smoke/related")}
 

@@ -3,7 +3,7 @@
     python benchmarks/gpu/finetune_epochs.py RECORDS... --processes 10 --label paper_tenth --note "…" \\
         [--json docs/benchmarks/gpu_finetune.jsonl]
 
-RECORDS are a device call's fine-tuning logs (``finetune0-N.log`` in its ``records.tar.gz``, or a
+RECORDS are a GPU job's fine-tuning logs (``finetune0-N.log`` in its ``records.tar.gz``, or a
 ``tools/run_steps.py`` log) or finished steps' ``metrics.json``. Each epoch's history record gives its
 seconds; since the loop records ``dev_seconds`` (the dev evaluation's share) the training share is
 the rest. Older records lack it: there the untrained model's evaluation (epoch 0, nothing but a dev
@@ -11,7 +11,7 @@ pass) stands in, marked ``dev_from_epoch_0``. One record per task (UD parsing, N
 every epoch after 0 of every run given, the runs' count, and how many fine-tunes shared the GPU
 (``--processes``: the call ran them side by side, one CPU thread each). Why it exists: the paper
 regime's UD parser needs up to 300 epochs per seed, so its epoch time decides whether the
-paper-scale cells fit a GPU lending (issue 14).
+paper-scale cells fit a GPU job's time limit.
 """
 from __future__ import annotations
 

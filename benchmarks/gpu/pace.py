@@ -90,7 +90,7 @@ def cached_pretraining(experiment: Path, workspace_dir: Optional[Path] = None, s
         if hasattr(kwargs.get(name), "result"):
             dependency = kwargs[name]
             if dependency not in workspace.step_cache:
-                raise SystemExit(f"{experiment}: {dependency.name} is not in the cache of {workspace.dir}; run or carry it first")
+                raise SystemExit(f"{experiment}: {dependency.name} is not in the cache of {workspace.dir}; run it or unpack it first")
             kwargs[name] = dependency.result(workspace)
     return configured, kwargs
 

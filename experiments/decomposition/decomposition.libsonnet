@@ -1,8 +1,8 @@
-// Where Wolof µB-M's missing LAS go (issue 14 item 1): one encoder × one fine-tuning regime per
+// Where Wolof µB-M's missing LAS go: one encoder × one fine-tuning regime per
 // file, so each factor's effect is a paired difference (same fine-tuning seeds) between two files.
 //   encoder  random-init  no pretraining (the cpu cell's vocabulary)
 //            cpu          experiments/wolof_m.jsonnet's µBERT: 3,000 steps × 64 rows of a 10k-sentence corpus
-//            cpu_relpos   the cpu µBERT with the reference's positions (SPEC §C: relative_key_query, no
+//            cpu_relpos   the cpu µBERT with the reference's positions (relative_key_query, no
 //                         absolute embeddings) instead of stock BERT's absolute ones; a 2-core cell
 //            long         the same rows, 20,000 steps × 256 (../long_pretraining/long_pretraining.libsonnet)
 //            paper        the whole 34k-sentence corpus, 62,500 steps × 256 (the paper scale, experiments/paper)
@@ -10,7 +10,7 @@
 //            cpu          the cpu scale's: 2×200 BiLSTM, 20 epochs of the train split, raised rates
 //            cpu_x2       ours: the cpu regime twice as long (40 epochs, patience 20); 3 seeds, 2-core cells
 //            paper_tenth  ours, a stand-in: the paper's head and rates, 30 epochs of 200 batches, patience 10
-//            paper        SPEC §H: 3×400 BiLSTM, up to 300 epochs of 200 batches, patience 50
+//            paper        the reference parser_eval.jsonnet: 3×400 BiLSTM, up to 300 epochs of 200 batches, patience 50
 //            paper_tenth_reference  paper_tenth with AllenNLP's head where ours differs: the embedder's
 //                         scalar mix without the embedding layer, and (parser) variational dropout
 // Each fine-tuning step is the cache entry of the file it comes from (experiments/seeds, experiments/paper,

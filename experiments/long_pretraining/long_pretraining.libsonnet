@@ -1,6 +1,6 @@
 // A Wolof cpu cell whose µBERT is pretrained on 20,000 steps of 256 rows (5.1M rows, ~460 epochs
 // of the 11k rows) instead of the cpu scale's 3,000 of 64 (192k rows): 27x the rows, near the
-// paper's epochs over its larger corpus (SPEC §G: 62,500 × 256 rows). Everything else is the cpu
+// paper's epochs over its larger corpus (the reference sgcl.jsonnet: 62,500 × 256 rows). Everything else is the cpu
 // cell's: the same cached corpus, parse, vocabulary and pretraining rows as
 // experiments/wolof_<condition>.jsonnet, and the same fine-tuning.
 //

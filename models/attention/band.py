@@ -1,4 +1,4 @@
-"""Band attention (Edman et al. NLM-A; SPEC §K): every layer attends only within a band around the query.
+"""Band attention (Edman et al., §2.2, NLM-A): every layer attends only within a band around the query.
 
 W is added to the scaled scores of every layer through `AttentionModifier.score_bias` (the same hook
 as every other variant): 0 inside the band, ``finfo.min`` outside.  The band is over positions,

@@ -42,7 +42,7 @@ def _sum(first: LayerTensors, second: LayerTensors) -> LayerTensors:
 
 @dataclass
 class RelativePositionKeys:
-    """Transformer-XL's position term (q_i + v)ᵀ r_{R_ij} for one layer (TG paper §2, SPEC §J).
+    """Transformer-XL's position term (q_i + v)ᵀ r_{R_ij} for one layer (Sartran et al., §2.1-2.2).
 
     index: (B, T, T) long, R_ij shifted into [0, P).  keys: (P, heads, head_dim), the layer's
     relative keys r (e.g. projected sinusoids).  query_bias: (heads, head_dim), TXL's v.
@@ -74,7 +74,7 @@ class AttentionModifier:
         (``needs_gates``, e.g. ``config.syntax_attention="sla"``).
     query_offset, key_offset, value_offset:
         Additive terms (B, heads, T, head_dim) on the projected queries/keys/values, for methods that
-        fuse syntax representations into attention inputs (Syntax-augmented mBERT, SPEC §I; TXL's u
+        fuse syntax representations into attention inputs (Syntax-augmented mBERT, Ahmad et al., §2.3; TXL's u
         is a query offset).
     relative_keys:
         One `RelativePositionKeys` (or None) per layer: adds (q_i + v)ᵀ r_{R_ij}, scaled as the

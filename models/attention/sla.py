@@ -1,4 +1,4 @@
-"""Syntax-aware local attention (SLA; paper Appendix A.1, Eq. 4-8; SPEC §F).
+"""Syntax-aware local attention (SLA; paper Appendix A.1, Eq. 4-8).
 
 Each layer mixes plain attention with attention restricted to keys within tree distance δ of a
 window around the query, through a learned per-token gate: the gated branch of `AttentionModifier`.

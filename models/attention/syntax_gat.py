@@ -1,7 +1,7 @@
-"""Syntax-guided attention "G" (syntax-augmented mBERT, seed 001; SPEC §I).
+"""Syntax-guided attention "G" (syntax-augmented mBERT; Ahmad et al., 2021, §2.2-2.3).
 
 A graph-attention network (GAT) over the shared raw token embeddings plus a UPOS embedding, each
-node attending only to nodes within tree distance δ in the tree of SPEC §I:
+node attending only to nodes within tree distance δ in the tree below:
 
 * [CLS] is the root (depth 0); the sentence root and [SEP] are its children;
 * the subword tree of `models.trees` below that: non-first pieces are children of their word's
@@ -53,7 +53,7 @@ def subword_upos_ids(word_tags, word_spans) -> list[int]:
 def gat_tree_distance(
     heads: torch.Tensor, attention_mask: torch.Tensor, structure: TreeStructure | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(distance (B, T, T) long, depth (B, T) long) in the tree of SPEC §I.
+    """(distance (B, T, T) long, depth (B, T) long) in the module docstring's tree.
 
     [CLS] (position 0) has depth 0, [SEP] (the last real position) depth 1, a subword its depth in
     `TreeStructure` (sentence root 1).  Between two subwords D is their tree distance; any path
@@ -192,7 +192,7 @@ def syntax_guided_attention(inputs: AttentionInputs, config) -> AttentionModifie
 
 
 # --------------------------------------------------------------------------------------------------
-# Structural probe (Hewitt & Manning; SPEC §I)
+# Structural probe (Hewitt & Manning; Ahmad et al., §2.4)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -225,7 +225,7 @@ def structural_probe_losses(
     depth: torch.Tensor,
     token_mask: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(L_dist, L_depth) of SPEC §I: per sentence Σ_ij |D_ij − d̂²_ij| / n² and Σ_i |depth_i −
+    """(L_dist, L_depth) of Ahmad et al., §2.4: per sentence Σ_ij |D_ij − d̂²_ij| / n² and Σ_i |depth_i −
     deptĥ_i| / n over its n real positions ([CLS] and [SEP] included), then the mean over sentences.
     The targets are D and depth themselves (not squared), as in the reference and Hewitt & Manning."""
     mask = token_mask.to(predicted_distance.dtype)

@@ -1,5 +1,5 @@
 """Transformer Grammars: STACK/COMPOSE attention and tree-depth relative positions (TG paper §2,
-Algorithm 1; SPEC §J), plus the plain causal mask of the two Transformer-XL baselines.
+Algorithm 1), plus the plain causal mask of the two Transformer-XL baselines.
 
 Both enter attention through `AttentionModifier.score_bias` (0 / finfo.min).  Types come from the ids
 (`action_types`, layout in ``config.tg_num_terminals`` / ``config.tg_num_labels``; see
@@ -33,7 +33,8 @@ from .base import AttentionInputs, AttentionModifier, register_attention
 # Token types.
 PAD, SOS, TERMINAL, ONT, CNT1, CNT2 = 0, 1, 2, 3, 4, 5
 
-# SPEC §J: relative positions clipped to [−1, 62], embedded as R + 1 in a table of 64.
+# Relative positions (Sartran et al., §2.2), clipped to [−1, 62] as the reference `masking_rules.cc`
+# does, embedded as R + 1 in a table of 64.
 RELATIVE_POSITION_MIN, RELATIVE_POSITION_MAX = -1, 62
 NUM_RELATIVE_POSITIONS = RELATIVE_POSITION_MAX - RELATIVE_POSITION_MIN + 1
 

@@ -1,4 +1,4 @@
-"""C<c>: limited-context MLM (Edman et al. NLM-C; SPEC §K).
+"""C<c>: limited-context MLM (Edman et al., §2.1, NLM-C).
 
 Each target token is seen in a window of c tokens centred on it, and only the centre is masked;
 where the window runs past the sentence, it is padded with boundary tokens: [CLS] (BOS) on the

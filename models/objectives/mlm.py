@@ -1,4 +1,4 @@
-"""M: masked language modelling with a tied, bias-free output layer (SPEC §C)."""
+"""M: masked language modelling with a tied, bias-free output layer, as in the reference code."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .base import IGNORE_INDEX, PER_MASKED_TOKEN, ObjectiveInputs, ObjectiveLoss
 
 
 class MicroBertMLMHead(nn.Module):
-    """Linear → GELU → LayerNorm → tied word-embedding matmul, with **no output bias** (SPEC §C).
+    """Linear → GELU → LayerNorm → tied word-embedding matmul, with **no output bias**, as in the reference code.
 
     Stock `BertLMPredictionHead` always carries a vocabulary bias, hence this small head.  It is applied
     only to the masked positions (the loss is identical; the V-sized matmul shrinks ~7×).

@@ -1,4 +1,4 @@
-"""H: masked LM against n-gram soft labels (Edman et al. NLM-H; SPEC §K).
+"""H: masked LM against n-gram soft labels (Edman et al., §2.3, NLM-H).
 
 The collator (given a `models.ngram.SoftLabelTable`, the cached `precompute_soft_labels` step)
 puts each masked position's soft label in the batch: ``soft_label_ids`` / ``soft_label_probs`` (N, 100), in the

@@ -1,11 +1,11 @@
-"""S: the structural-probe loss of syntax-augmented mBERT (seed 001; SPEC §I), α (L_dist + L_depth).
+"""S: the structural-probe loss of syntax-augmented mBERT (Ahmad et al., 2021, §2.4), α (L_dist + L_depth).
 
 Rank-r distance and depth probes on the GAT output G of syntax-guided attention (attention variant
-``"syntax_gat"``, condition suffix ``-G``), fitted to the tree distances and depths of the SPEC §I
+``"syntax_gat"``, condition suffix ``-G``), fitted to the tree distances and depths of the syntax_gat
 tree ([CLS] as root).  So a condition with S must use -G: "MS-G" is the seed's method as a
 pretraining condition, "M-G" the GAT without the probe (α = 0).  α is ``config.gat_probe_weight``.
 Like P and T it is a training-time structure loss: validation reports it but leaves it out of the
-dev ``loss`` (SPEC §G).
+dev ``loss`` (as the reference's validation metric leaves out P and T).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SynCLM contrastive objectives (paper Appendix A.2, Eq. 10-12; SPEC §D, §E, §L1-L3).
+"""SynCLM contrastive objectives (paper Appendix A.2, Eq. 10-12; Zhang et al., 2022).
 
 All functions are batched: samples come from `trees.sample_phrase_triples` / `trees.sample_tree_sets`
 flattened over the batch, and every loss is one vectorised computation over all of them.
@@ -22,11 +22,11 @@ def masked_jsd(
     eps: float = 1e-6,
     normalize_by_keys: bool = False,
 ) -> torch.Tensor:
-    """Jensen-Shannon divergence between distributions over the last dim (SPEC §D `masked_jsd`).
+    """Jensen-Shannon divergence between distributions over the last dim (the reference's `masked_jsd`).
 
     Probabilities are clamped to ≥ `eps`; JSD = ½KL(p‖m) + ½KL(q‖m) with m = (p+q)/2, summed over the
     keys where `key_mask` is True (padding keys do not count).  With `normalize_by_keys` the sum is
-    divided by the number of such keys, as the reference code does (SPEC §L2).  Natural log, so the
+    divided by the number of such keys, as the reference code does.  Natural log, so the
     value lies in [0, ln 2].
     """
     p = p.clamp(min=eps)
@@ -70,8 +70,8 @@ def phrase_similarity(
 ) -> torch.Tensor:
     """sim_phrase between attention rows.
 
-    ``"paper"``: sim = −JSD (paper Eq. 11), summed over non-padding keys — what SPEC §D recommends.
-    ``"reference"``: sim = +JSD/n, the reference code's behaviour (SPEC §L1-L2), which *rewards*
+    ``"paper"``: sim = −JSD (paper Eq. 11), summed over non-padding keys — no division by the number of keys.
+    ``"reference"``: sim = +JSD/n, the reference code's behaviour (its known sign bug), which *rewards*
     diverging attention; kept only to reproduce the original runs.
     """
     if similarity == "paper":
@@ -88,7 +88,7 @@ def phrase_loss(
     similarity: str = "paper",
     temperature: float = 0.1,
 ) -> torch.Tensor:
-    """Phrase-guided contrastive loss (paper Eq. 10-11; SPEC §D).
+    """Phrase-guided contrastive loss (paper Eq. 10-11).
 
     attention: (B, T, T) head-averaged last-layer attention probabilities; row q is token q's
     distribution over keys.  attention_mask: (B, T) 1 at non-padding keys.  Which probabilities to pass
@@ -129,11 +129,11 @@ def tree_loss(
     top_k: int = 3,
     temperature: float = 0.1,
 ) -> torch.Tensor:
-    """Tree-guided contrastive loss (paper Eq. 10 + 12; SPEC §E), on last-layer states (B, T, H).
+    """Tree-guided contrastive loss (paper Eq. 10 + 12), on last-layer states (B, T, H).
 
     Only the `top_k` most similar *real* negatives of each set enter the InfoNCE denominator.  The
     reference kept the top-k cosines but indexed their validity mask in slot order and could pick
-    padded negatives (SPEC §L3); here padded slots are −inf before the top-k and the mask travels with
+    padded negatives (a known reference bug); here padded slots are −inf before the top-k and the mask travels with
     the selected values, so the effective k is min(top_k, #negatives).
     """
     if samples.batch_index.numel() == 0:  # not len(): under torch.compile that would fix the sample count

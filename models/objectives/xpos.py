@@ -1,4 +1,4 @@
-"""X: XPOS tagging from a scalar mix of all layers, on gold-tagged rows (SPEC §C)."""
+"""X: XPOS tagging from a scalar mix of all layers, on gold-tagged rows (Gessler & Schneider, §4.2)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def sequence_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, ignore_in
 
 
 class MicroBertXposHead(nn.Module):
-    """XPOS tagger of SPEC §C: ScalarMix over embeddings + all layers, subwords mean-pooled per word,
+    """XPOS tagger of the reference code: ScalarMix over embeddings + all layers, subwords mean-pooled per word,
     [CLS]/[SEP] dropped, Linear(hidden, #xpos).  Mixing before pooling equals pooling before mixing
     (both are linear) and pools once instead of L+1 times."""
 

@@ -157,7 +157,7 @@ _cached_path_or_local_stand_in()
 
 
 def _adopt_entries_copied_from_another_machine() -> None:
-    # A complete cache entry copied in from another machine (a GPU campaign's) has no record in this
+    # A complete cache entry copied in from another machine (a GPU job's) has no record in this
     # workspace's step-info database: Tango 1.3.2 makes one that says "incomplete", and under
     # `tango run -j` a step whose record still says so after its process found it in the cache is
     # failed. An "incomplete" record beside a complete entry (metadata written last) is such a copy:

@@ -29,7 +29,7 @@ from steps.common.checkpoints import SimulatedCrash, save_atomically
 
 
 class StopAtBoundary:
-    """While training: SIGINT (`benchmarks/gpu/campaign.py` stopping its steps when a job's time
+    """While training: SIGINT (`tools/jobs.py run` stopping its steps when a job's time
     limit is reached, or Ctrl-C) sets ``requested``; the loop finishes the unit under way, writes a
     checkpoint there and stops (`TrainingHarness.boundary`). A stopped run so loses no work (a
     paper-scale pretraining checkpoints only every 5,000 steps), and its resumed run is the

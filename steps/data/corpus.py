@@ -30,7 +30,7 @@ def _is_punctuation(char: str) -> bool:
 def split_edge_punctuation(token: str) -> List[str]:
     """Split leading and trailing punctuation off a whitespace token ("(Almaañ)," → "(", "Almaañ",
     ")", ","), keeping word-internal punctuation ("xam-xam"). An offline stand-in for the
-    reference's Stanza retokenization (SPEC §A.2), which no downloadable model serves here; it makes
+    reference's Stanza retokenization, which no downloadable model serves here; it makes
     corpus tokens look like UD tokens, which the corpus parser was trained on."""
     start, end = 0, len(token)
     while start < end and _is_punctuation(token[start]):

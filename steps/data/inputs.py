@@ -1,4 +1,4 @@
-"""Model inputs: subword tokenization and word trees expanded to subword trees (SPEC §A.4–A.9).
+"""Model inputs: subword tokenization and word trees expanded to subword trees (as the reference does).
 
 One instance (a dict of lists; the collator turns a batch of them into tensors):
 
@@ -84,7 +84,7 @@ def _subword_layout(tokenizer, words: Sequence[str], max_length: int):
 
 def make_instance(tokenizer, sentence: Sentence, gold: bool, max_length: int, where: str, keep_upos: bool = False) -> Optional[Instance]:
     """Tokenize one parsed sentence into an instance, or None if its subwords exceed
-    ``max_length - 2`` (the caller counts these; SPEC §A.4/§A.7 discard truncated trees)."""
+    ``max_length - 2`` (the caller counts these; the reference discards truncated trees)."""
     layout = _subword_layout(tokenizer, sentence["tokens"], max_length)
     if layout is None:
         return None
@@ -137,8 +137,8 @@ def make_instances(tokenizer, sentences: Sequence[Sentence], gold: bool, max_len
 
 
 def mix_in_treebank(corpus_rows: List[Instance], treebank_rows: List[Instance], ratio: int) -> List[Instance]:
-    """Append the gold treebank cycled to exactly floor(len(corpus_rows) / ratio) rows (SPEC §A.9:
-    the "1 to 8" mix). The reference raises if the treebank is larger than that; we truncate
+    """Append the gold treebank cycled to exactly floor(len(corpus_rows) / ratio) rows (Gessler & Schneider,
+    §4.2: the "1 to 8" mix). The reference raises if the treebank is larger than that; we truncate
     instead and log it, since a small `smoke`/`cpu` corpus would otherwise be unusable."""
     target = len(corpus_rows) // ratio
     if not treebank_rows or target == 0:

@@ -1,11 +1,11 @@
-"""The n-gram side of condition H (Edman et al. NLM-H; SPEC §K), as two cached steps:
+"""The n-gram side of condition H (Edman et al., §2.3, NLM-H), as two cached steps:
 
 - build_trigram_model: the subword trigram LM of the pretraining rows.  It reads only those rows
   and the vocabulary, so every H pretraining run and the trigram row of the MLM-accuracy table of a
   language and scale share one model.
 - precompute_soft_labels: that model's soft label at every word position of the pretraining rows
   (train and dev).  Scoring ~8k candidates per masked position is most of an H step's extra cost on
-  2 cores (+42 % in the real loop when the collator did it, stop 33); a gather from this table is
+  2 cores (+42 % in the real loop when the collator did it); a gather from this table is
   not.  The label of a position depends only on its row's original ids (the model reads the
   unmasked neighbours), so the table holds exactly what the collator computed per batch.
 """

@@ -338,7 +338,7 @@ def split_documents(
 ) -> Dict[str, List[Tuple[str, List[List[str]]]]]:
     """MicroBERT's train/dev split: order documents by name (numbers compared as numbers, so
     ``wo_wikipedia_org__9`` precedes ``__10`` as in the reference), shuffle them with
-    ``random.seed(seed)`` and keep the first ceil(train_fraction * n) for training (SPEC §A.1).
+    ``random.seed(seed)`` and keep the first ceil(train_fraction * n) for training (the reference splits by document).
 
     A corpus that is a single document (Coptic's one-sentence-per-line file) is split by lines
     instead, with the same rule, so that dev is not empty."""

@@ -1,4 +1,4 @@
-"""WordPiece vocabulary per SPEC §B, saved as a stock ``transformers`` fast tokenizer."""
+"""WordPiece vocabulary as MicroBERT's (Gessler & Zeldes, 2022), saved as a stock ``transformers`` fast tokenizer."""
 from __future__ import annotations
 
 import shutil
@@ -11,13 +11,13 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from steps.common.formats import DirectoryFormat
 
-# Fixed ids: the collator pads with 0 and SPEC §B pins the rest.
+# Fixed ids: the collator pads with 0 and the reference pins the rest.
 SPECIAL_TOKENS = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
 CONTINUATION = "##"
 
 
 def vocabulary_size(word_types: int) -> int:
-    """MicroBERT's size rule: 8000 plus 6000 per 450k word types beyond 15k (SPEC §B)."""
+    """MicroBERT's size rule: 8000 plus 6000 per 450k word types beyond 15k (Gessler & Zeldes, 2022)."""
     return 8000 + max(0, int((word_types - 15000) * 6000 / 450000))
 
 
@@ -85,14 +85,14 @@ def load_tokenizer(directory: Path):
 
 def encode_words(tokenizer, words: Sequence[str]) -> List[List[int]]:
     """Subword ids of each word, encoded separately without special tokens; a word that encodes
-    to nothing (e.g. a control character) becomes [UNK] so every word keeps a span (SPEC §A.4)."""
+    to nothing (e.g. a control character) becomes [UNK] so every word keeps a span, as in the reference."""
     encoded = tokenizer(list(words), add_special_tokens=False)["input_ids"]
     return [ids if ids else [tokenizer.unk_token_id] for ids in encoded]
 
 
 @Step.register("train_tokenizer")
 class TrainTokenizer(Step):
-    """WordPiece vocabulary on the corpus train split (SPEC §B); size from the type count unless
+    """WordPiece vocabulary on the corpus train split; size from the type count unless
     given. Result: a directory loadable with ``AutoTokenizer.from_pretrained``.
 
     The vocabulary is the same in every process (see `train_wordpiece`). Before VERSION 002 it was

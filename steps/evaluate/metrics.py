@@ -1,7 +1,7 @@
 """The figures a fine-tuned model is scored by, computed from gold and predicted annotations alone
 (the fine-tuning steps call them, and so does `steps.evaluate.rescore` on committed predictions):
 
-- UD parsing: `attachment_scores` (the paper's LAS, SPEC §H, and UAS, ``las_universal``) and
+- UD parsing: `attachment_scores` (the paper's LAS, as the reference's, and UAS, ``las_universal``) and
   `official_scores` (the CoNLL 2018 shared-task scorer);
 - NER: `span_scores` (seqeval span F1, strict BIOUL).
 """
@@ -14,7 +14,7 @@ from steps.common.data_root import DataError
 from steps.data.readers import Sentence
 
 
-# Gold UPOS tags excluded from attachment scores, as in the paper's evaluation (SPEC §H).
+# Gold UPOS tags excluded from attachment scores, as in the paper's evaluation (AllenNLP's AttachmentScores).
 PUNCTUATION_UPOS = frozenset({"PUNCT", "SYM"})
 
 
@@ -22,7 +22,7 @@ def attachment_scores(gold: Sequence[Sentence], predicted: Sequence[Sentence]) -
     """UPOS accuracy (all words) and UAS/LAS in percent over the words whose gold UPOS is not
     PUNCT/SYM.
 
-    ``las`` is the paper's metric (AllenNLP's ``AttachmentScores``, SPEC §H): the full relation
+    ``las`` is the paper's metric (AllenNLP's ``AttachmentScores``): the full relation
     label must match, subtypes included ("nmod:poss" ≠ "nmod"). ``las_universal`` compares
     universal relations only (subtypes stripped, as the CoNLL 2018 scorer does, though that
     scorer also counts punctuation: see `official_scores`).
@@ -54,7 +54,7 @@ def attachment_scores(gold: Sequence[Sentence], predicted: Sequence[Sentence]) -
 
 # What each figure of metrics.json is; the report names them from here.
 METRIC_DEFINITIONS = {
-    "las": "the paper's LAS (AllenNLP AttachmentScores, SPEC §H): head and full relation label "
+    "las": "the paper's LAS (AllenNLP AttachmentScores): head and full relation label "
            "(subtypes included) correct, over words whose gold UPOS is not PUNCT/SYM",
     "las_universal": "as las, but comparing universal relations only (subtypes stripped)",
     "uas": "head correct, over words whose gold UPOS is not PUNCT/SYM",

@@ -1,4 +1,4 @@
-"""MLM accuracy (Edman et al. §3.1, Tables 2, 4, 5; SPEC §K): one token masked at a time.
+"""MLM accuracy (Edman et al. §3.1, Tables 2, 4, 5): one token masked at a time.
 
 Every subword of the first ``max_sentences`` sentences of a treebank file (the language's UD dev
 split) is masked in turn, the rest of the sentence left as it is, and the pretrained model's

@@ -10,7 +10,7 @@ An *encoder source* is one of
 
 `load_encoder` returns the model and its tokenizer. An encoder whose attention variant needs a
 parse (`models.attention_needs_parse`; SLA) needs one at fine-tuning time too; the caller chooses
-explicitly (SPEC §F, "Inference and fine-tuning"):
+explicitly:
 ``sla_parse="parse"`` — pass each sentence's tree from the corpus parser (what the reference does),
 or ``"global"`` — run plain global attention. There is no silent fallback.
 
@@ -18,7 +18,7 @@ or ``"global"`` — run plain global attention. There is no silent fallback.
 for SLA), and `collate_word_features` pads them into tensors for `models.word_encoder.WordEncoder`.
 
 `add_syntax_gat` gives any BERT-family encoder syntax-guided attention at fine-tuning time (the
-seed-001 setting: "µB-M+G" rows; SPEC §I): a fresh GAT whose output enters every layer's first
+setting of Ahmad et al., 2021: "µB-M+G" rows): a fresh GAT whose output enters every layer's first
 n_syn heads, trained with the task (and the structural-probe loss) on the corpus parser's trees.
 """
 from __future__ import annotations
@@ -136,7 +136,7 @@ def encode_words_batch(
 ) -> List[Dict[str, Any]]:
     """Subword features for each sentence: ``input_ids`` ([CLS] … [SEP]), ``word_spans``
     (inclusive subword positions per word) and, given word-level ``heads``, the subword tree
-    ``subword_heads`` (positions 1..n; SPEC §A.7) that SLA encoders need; given word-level
+    ``subword_heads`` (positions 1..n, expanded as the reference does) that SLA encoders need; given word-level
     ``upos`` tags, ``upos_ids`` per subword (syntax-guided attention).
 
     Every word keeps a span, because downstream labels are per word. A sentence whose subwords do

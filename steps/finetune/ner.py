@@ -4,12 +4,12 @@
                                                                ▲
                                 (SLA encoders, sla_parse="parse") train_corpus_parser
 
-Follows the reference ``configs/ner.jsonnet`` (SPEC §H): BIOUL tags, AllenNLP-style constrained
+Follows the reference ``configs/ner.jsonnet``: BIOUL tags, AllenNLP-style constrained
 CRF tagger (`models.crf_tagger`), batch 16, AdamW 1e-3, gradient *norm* clipped at 5, dev span F1
 for model selection with early stopping, test span F1 reported. Deliberate choices:
 
 * the encoder's learning rate is a real setting (``encoder_lr``, default 1e-5 as the paper
-  intended); the reference misplaced it, so it probably trained the encoder at 1e-3 (SPEC §L13).
+  intended); the reference misplaced it, so it probably trained the encoder at 1e-3.
   ``encoder_lr=0`` freezes the encoder.
 * span F1 is `seqeval`'s strict BILOU micro average, in percent. On legal BIOUL sequences (all
   this tagger can emit) it counts the same spans as AllenNLP's ``SpanBasedF1Measure``.
@@ -167,7 +167,7 @@ def label_set(*splits: Sequence[NerSentence]) -> List[str]:
 
 @dataclass
 class NerConfig(FromParams):
-    """Tagger and optimisation of one NER fine-tuning run; the defaults are SPEC §H's paper
+    """Tagger and optimisation of one NER fine-tuning run; the defaults are the paper's
     setting except ``encoder_lr`` (see the module docstring). Scales set them in
     ``configs/scales.libsonnet``."""
 
@@ -228,7 +228,7 @@ class FinetuneNer(Step):
     ``num_threads`` and ``device`` change where and how fast it runs, not the result, so they
     are left out of the cache key. ``syntax_gat`` (a dict of ``gat_*`` settings) adds
     syntax-guided attention on the corpus parser's trees and UPOS tags of the WikiAnn text ("+G"
-    rows, SPEC §I; needs ``corpus_parser``); None, the default, is out of the cache key.
+    rows, Ahmad et al., 2021; needs ``corpus_parser``); None, the default, is out of the cache key.
     """
 
     DETERMINISTIC = True

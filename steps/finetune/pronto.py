@@ -1,4 +1,4 @@
-"""PrOnto sequence classification (paper Tables 4, 7–9; SPEC §H "PrOnto").
+"""PrOnto sequence classification (paper Tables 4, 7–9; the reference's `sequence_classifier.py`).
 
     encoder source ──► finetune_pronto(task, train?, dev, test) ──► metrics.json, predicted-test.tsv
 
@@ -281,7 +281,7 @@ def evaluate(model, features, labels, config: PrOntoConfig, pad_id: int, device)
 @Step.register("finetune_pronto")
 @downstream_task("pronto")
 class FinetunePronto(Step):
-    """Fine-tune an encoder on one PrOnto task and score test accuracy (SPEC §H).
+    """Fine-tune an encoder on one PrOnto task and score test accuracy (paper §5, "PrOnto").
 
     Result directory:
 

@@ -1,4 +1,4 @@
-"""UD dependency parsing with a fine-tuned encoder: the paper's Table 2 (SPEC §H, §L13).
+"""UD dependency parsing with a fine-tuned encoder: the paper's Table 2 (Gessler & Schneider, §4.1).
 
     pretrain_microbert / random_init_encoder / HF name ──► finetune_ud_parser ◄── UD train/dev/test
                                                               ▲
@@ -12,7 +12,7 @@ gradient values clipped at 5, model selection on MST-decoded dev LAS. ``las`` is
 official CoNLL 2018 scorer (``udtools.udeval``: punctuation included, subtypes stripped) is run on the
 predicted files against the unmodified treebank files, and its figures are kept beside ours.
 
-Unlike the reference, whose "test" file was really the dev set (SPEC §L13), dev selects and both dev
+Unlike the reference, whose "test" file was really the dev set, dev selects and both dev
 and test are reported.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class ParserTrainingConfig(FromParams):
     Defaults are the cpu scale (one Wolof run in about 4–6 minutes on one thread): a smaller
     BiLSTM, few epochs, lighter dropout, and rates high enough to learn in ~750 steps (Dozat &
     Manning's β2 = 0.9; the encoder at 1e-3, since a cpu-scale µBERT is far from converged). The
-    paper's values (SPEC §H): ``epochs=300, batches_per_epoch=200, patience=50, lr=1e-3,
+    paper's values (the reference's `parser_eval.jsonnet`): ``epochs=300, batches_per_epoch=200, patience=50, lr=1e-3,
     encoder_lr=5e-5, betas=(0.9, 0.999), lstm_hidden=400, lstm_layers=3, dropout=input_dropout=0.3``.
     An "epoch" is ``batches_per_epoch`` batches (AllenNLP's fixed-size epochs), or one pass over
     the training sentences when it is None; dev is parsed after every epoch (and once before).
@@ -67,7 +67,7 @@ class ParserTrainingConfig(FromParams):
     encoder_lr: float = 1e-3
     betas: Tuple[float, float] = (0.9, 0.9)
     weight_decay: float = 0.01
-    grad_clip_value: Optional[float] = 5.0  # clip each gradient value, not the norm (SPEC §L13)
+    grad_clip_value: Optional[float] = 5.0  # clip each gradient value, not the norm, as the reference does
     # "constant" as AllenNLP's trainer; "linear" decays both rates to 0 over all epochs.
     lr_schedule: str = "constant"
     lstm_hidden: int = 200
@@ -149,7 +149,7 @@ class FinetuneUdParser(Step):
     sentence, training ones included, is parsed from its gold tokens by ``corpus_parser``) or
     ``"global"`` (plain global attention). ``num_threads`` and ``device`` are not in the cache key.
     ``syntax_gat``: a dict of ``gat_*`` settings (may be empty) adds syntax-guided attention to the
-    encoder for fine-tuning (the "+G" rows, SPEC §I; `add_syntax_gat`); it reads the corpus
+    encoder for fine-tuning (the "+G" rows, Ahmad et al., 2021; `add_syntax_gat`); it reads the corpus
     parser's trees and UPOS tags, so it needs ``sla_parse="parse"`` and ``corpus_parser``. None
     (the default, out of the cache key) leaves the encoder as it is. ``compile_model``: torch.compile
     keywords for the whole parser (e.g. ``{"mode": "default"}``; dynamic shapes by default), a GPU

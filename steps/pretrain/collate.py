@@ -10,7 +10,7 @@ labels              (B, T)       original id at MLM-selected positions, -100 els
 heads               (B, T)       subword head position (0 = ROOT) at positions 1..n; -1 at [CLS],
                                  [SEP] and padding (the convention of :mod:`models.trees`)
 token_spans         (B, W+2, 2)  inclusive subword span per word, [CLS]/[SEP] entries included;
-                                 padded with (0, 0) (SPEC §A.10)
+                                 padded with (0, 0), as in the reference
 word_count          (B,)         W of each row
 xpos                (B, W)       XPOS label id per word; -100 on padding, on tags outside the label
                                  set, and on silver rows unless ``xpos_from_silver_rows``
@@ -25,7 +25,7 @@ soft_label_probs    (N, 100)     positions' n-gram soft labels (row-major), gath
 T = longest row + 2, W = most words in a row. MLM masking is transformers'
 `DataCollatorForLanguageModeling` (15 %, 80/10/10 [MASK]/random/kept; special ids, [UNK]
 included, are never selected), drawn from a caller-supplied seed so a run can be replayed batch by
-batch; a batch in which nothing was selected is masked again (SPEC §C).
+batch; a batch in which nothing was selected is masked again.
 """
 from __future__ import annotations
 

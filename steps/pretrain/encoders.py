@@ -16,7 +16,7 @@ from steps.data.vocab import load_tokenizer
 @Step.register("random_init_encoder")
 class RandomInitEncoder(Step):
     """A randomly initialised µBERT with the same vocabulary and architecture as a pretrained
-    condition: the control that shows what pretraining buys (issue 4). Same result layout as
+    condition: the control that shows what pretraining buys. Same result layout as
     ``pretrain_microbert`` (``encoder/`` with tokenizer, ``metrics.json``)."""
 
     DETERMINISTIC = True

@@ -50,7 +50,7 @@ CRASH_AFTER_STEP_ENV = "SIB_PRETRAIN_CRASH_AFTER_STEP"
 
 class PretrainingConfig(FromParams):
     """Optimisation and bookkeeping of one pretraining run; set per scale in
-    ``configs/scales.libsonnet``. Defaults are the CPU-feasible reduction of SPEC §G."""
+    ``configs/scales.libsonnet``. Defaults are the CPU-feasible reduction of the reference's settings."""
 
     def __init__(
         self,
@@ -78,7 +78,7 @@ class PretrainingConfig(FromParams):
         :param max_validation_rows: dev rows used for validation (an evenly spaced subset, so the
             gold treebank rows at the end of dev are represented); None = all.
         :param xpos_from_silver_rows: also train X on the corpus parser's tags, as the reference code
-            did (SPEC §L7); the paper trains it on gold treebank tags only.
+            did; the paper trains it on gold treebank tags only.
         :param bucket_by_length: batches of similar-length rows (`BatchOrder`); False draws
             batches uniformly, padding each to its longest row.
         """
@@ -301,7 +301,7 @@ def structure_losses_without_dropout(model):
     """Evaluation mode, except that the model's own ``training`` flag is set so its forward adds
     the P and T losses (which `MicroBertForPretraining` computes only in training mode); every
     submodule, dropout included, stays in eval mode. Validation reports them this way; they are
-    not part of the validation ``loss`` (SPEC §G, §L12)."""
+    not part of the validation ``loss``, as in the reference."""
     was_training = model.training
     model.eval()
     model.training = True
@@ -323,12 +323,12 @@ def _known_config_fields() -> set:
 
 @Step.register("pretrain_microbert")
 class PretrainMicrobert(Step):
-    """Pretrain a µBERT under one paper condition (M, MX, MPT-SLA, …, SPEC §C) with AdamW and a
-    warmup + cosine schedule (SPEC §G), validating on dev and checkpointing as it goes.
+    """Pretrain a µBERT under one paper condition (M, MX, MPT-SLA, …; Gessler & Schneider, §4.2) with AdamW and a
+    warmup + cosine schedule (reference `sgcl.jsonnet`), validating on dev and checkpointing as it goes.
 
     Result: a directory holding
 
-    * ``encoder/``: the encoder of the **last** step (as the reference exports, SPEC §G/§L12) plus
+    * ``encoder/``: the encoder of the **last** step (as the reference exports) plus
       the tokenizer files, so ``AutoTokenizer.from_pretrained`` and ``AutoModel.from_pretrained``
       load it (SLA and relative-position encoders after ``import models``);
     * ``metrics.json``: the validation curve (per-loss components, tokens/s, wall time), the final

@@ -1,4 +1,4 @@
-"""Dependency trees → Transformer-Grammar action sequences (SPEC §J "On UD trees"; TG paper §2).
+"""Dependency trees → Transformer-Grammar action sequences (Sartran et al., §2).
 
     parse_corpus / load_treebank_trees ──► build_tg_actions ──► train_tg_lm ──► evaluate_tg_lm
 
@@ -247,7 +247,7 @@ class LoadTreebankTrees(Step):
 
 @Step.register("build_tg_actions")
 class BuildTgActions(Step):
-    """Transformer-Grammar action sequences of every tree (SPEC §J): projectivized by lifting,
+    """Transformer-Grammar action sequences of every tree (Sartran et al., §2.1): projectivized by lifting,
     deprel-labelled constituents, WordPiece terminals, "(ROOT … ROOT)", duplicated closing
     nonterminals.  ``trees`` is a `parse_corpus` result (train/dev) or `load_treebank_trees`
     (train/dev/test); ``tokenizer`` the language's vocabulary, or None to train a WordPiece

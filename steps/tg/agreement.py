@@ -1,4 +1,4 @@
-"""A subject–verb agreement probe for the TG comparison, made from gold English EWT trees (issue 19).
+"""A subject–verb agreement probe for the TG comparison, made from gold English EWT trees.
 
     UD test file ──► build_agreement_pairs ──► evaluate_tg_agreement ◄── train_tg_lm, build_tg_actions
 
