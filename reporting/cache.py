@@ -112,7 +112,10 @@ def graph_labels(graphs: Sequence[FileGraph]) -> Dict[str, Dict[str, Any]]:
     """{unique id: language, condition, scale, experiments} from the experiment files holding the
     step; a file's cells say its row (condition), column (language) and scale."""
     labels: Dict[str, Dict[str, Any]] = {}
-    for graph in graphs:
+    # A step several files share takes the labels of a table cell's file before a grid's (the gap
+    # decomposition and long-pretraining files relabel rows as encoders and scales as regimes).
+    grids = ("experiments/decomposition/", "experiments/long_pretraining/")
+    for graph in sorted(graphs, key=lambda graph: graph.path.startswith(grids)):
         cell = graph.cells[0] if graph.cells else {}
         # A file whose tasks run at different scales (experiments/paper: UD and NER each under its own
         # regime) says each fine-tune's scale through the cell that scores it.

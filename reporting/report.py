@@ -352,7 +352,7 @@ def in_progress_section(entries: Sequence) -> str:
     """Pretraining and fine-tuning runs with a checkpoint and no result (`python -m reporting.cache
     unfinished`): how far a long run has got, and its best dev figure so far."""
     note = ("Runs with a checkpoint and no result yet, at the time this report was written (`python -m reporting.cache "
-            "unfinished --workspace …`); `python tools/run_steps.py FILE STEP` or `tango run FILE` resumes one.\n\n")
+            "unfinished --workspace …`); `tango run FILE` resumes one, or `python tools/jobs.py run FILE:STEP --budget SECONDS` in jobs of bounded length.\n\n")
     rows = [(e.language, e.condition, e.scale, e.seed, e.step_class, f"{e.done:,}/{'?' if e.total is None else f'{e.total:,}'} {e.unit}s",
              e.patience, (e.metric or "").removeprefix("dev_"), e.best, e.best_at, e.last) for e in entries]
     if not rows:

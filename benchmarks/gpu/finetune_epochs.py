@@ -3,8 +3,8 @@
     python benchmarks/gpu/finetune_epochs.py RECORDS... --processes 10 --label paper_tenth --note "…" \\
         [--json docs/benchmarks/gpu_finetune.jsonl]
 
-RECORDS are a GPU job's fine-tuning logs (``finetune0-N.log`` in its ``records.tar.gz``, or a
-``tools/run_steps.py`` log) or finished steps' ``metrics.json``. Each epoch's history record gives its
+RECORDS are a GPU job's fine-tuning logs (the ``logs/<n>.log`` of ``tools/jobs.py run --out``, or any
+``tango run`` log) or finished steps' ``metrics.json``. Each epoch's history record gives its
 seconds; since the loop records ``dev_seconds`` (the dev evaluation's share) the training share is
 the rest. Older records lack it: there the untrained model's evaluation (epoch 0, nothing but a dev
 pass) stands in, marked ``dev_from_epoch_0``. One record per task (UD parsing, NER): medians over
