@@ -45,6 +45,7 @@ def test_targets_are_tango_runs_of_a_file_or_of_its_named_steps(tmp_path):
 
 
 FINISHED, STOPPED, OLD = "PretrainMicrobert-002-done", "PretrainMicrobert-002-stopped", "TrainTokenizer-002-old"
+STOPPED_CHECKPOINT = Path(STOPPED, "work", "checkpoint.pt").as_posix()  # as the manifest names it, under the cache
 
 
 @pytest.fixture
@@ -86,13 +87,13 @@ def _edit_manifest(packed: Path, edit) -> None:
 def test_an_entry_that_differs_from_its_record_is_refused_before_anything_is_written(packed, tmp_path, capsys):
     def tamper(manifest):  # a file whose bytes are not the recorded ones (the record re-sealed to match)
         files = manifest[STOPPED]["files"]
-        files[f"{STOPPED}/work/checkpoint.pt"] = "0" * 64
+        files[STOPPED_CHECKPOINT] = "0" * 64
         manifest[STOPPED]["sha256"] = digest_of(files)
 
     _edit_manifest(packed, tamper)
     assert jobs.main(["unpack", str(packed), "-w", str(tmp_path / "here")]) == 2
     error = capsys.readouterr().err.strip()
-    assert "\n" not in error and f"{STOPPED}/work/checkpoint.pt: sha256 " in error and "differs from" in error, error
+    assert "\n" not in error and f"{STOPPED_CHECKPOINT}: sha256 " in error and "differs from" in error, error
     assert [p.name for p in (tmp_path / "here" / "cache").iterdir()] == []
 
 
