@@ -27,10 +27,12 @@ import argparse
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -38,6 +40,7 @@ from typing import Dict, List, Optional, Sequence
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.time_experiment import last_redraw  # noqa: E402
 from steps.common.releases import (  # noqa: E402
     METADATA_FILE, ReleaseRefused, digest_of, file_hashes, registered_versions, sha256_of,
 )
@@ -62,12 +65,8 @@ def target_command(target: str, workspace: Path) -> List[str]:
 
 def last_lines(log: Path, count: int = 25) -> List[str]:
     """A log's last lines as a terminal shows them: of each progress-bar redraw run (\\r), the last."""
-    lines = []
-    for raw in log.read_bytes().split(b"\n"):
-        redraws = [part for part in raw.decode("utf-8", "replace").split("\r") if part.strip()]
-        if redraws:
-            lines.append(redraws[-1])
-    return lines[-count:]
+    lines = [last_redraw(raw) for raw in log.read_bytes().split(b"\n")]  # bytes: read_text would turn \r into \n
+    return [line for line in lines if line.strip()][-count:]
 
 
 def run_side_by_side(commands: Sequence[List[str]], budget: float, log_dir: Optional[Path] = None) -> int:
@@ -188,9 +187,6 @@ def check_manifest(manifest: Dict[str, Dict], staged: Path, versions: Dict[str, 
 def unpack(folder: Path, workspace: Path) -> List[str]:
     """The packed entries of ``folder`` into ``workspace``'s cache, once all of them check out.
     Returns their step IDs."""
-    import shutil
-    import tempfile
-
     parts = sorted(Path(folder).glob("jobs.tar.gz.part*"))
     manifest_file = Path(folder) / MANIFEST
     if not parts or not manifest_file.is_file():

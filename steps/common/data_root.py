@@ -47,16 +47,21 @@ def _is_url(path: str) -> bool:
 _DIGEST_CACHE: Dict[Tuple[str, int, int], str] = {}
 
 
+def sha256_hex(path: Path) -> str:
+    """The sha256 (hex) of a file's bytes, read now (releases and packed cache entries check with it)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
 def file_digest(path: Path) -> str:
-    """The sha256 (hex) of a file's bytes."""
+    """The sha256 (hex) of a file's bytes, remembered while its size and time stay the same."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _DIGEST_CACHE:
-        sha = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                sha.update(block)
-        _DIGEST_CACHE[key] = sha.hexdigest()
+        _DIGEST_CACHE[key] = sha256_hex(path)
     return _DIGEST_CACHE[key]
 
 

@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from steps.common.data_root import sha256_hex as sha256_of  # read now, never remembered: a check
+
 RELEASE_FILE = "release.json"
 STEP_FILE = "step.json"
 CARD_FILE = "README.md"
@@ -34,14 +36,6 @@ KINDS = ("result", "checkpoint")  # a finished step's result folder, or a stoppe
 
 class ReleaseRefused(ValueError):
     """A release or packed entry that does not match its record. One line: the file and the problem."""
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def file_hashes(root: Path) -> Dict[str, str]:
