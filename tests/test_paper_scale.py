@@ -68,9 +68,6 @@ def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
     from tango.step_graph import StepGraph
 
     import steps  # noqa: F401
-    from reporting.languages import paper_languages
-
-    assert set(paper_languages()) == set(paper_languages())
     for language in paper_languages():
         cpu = StepGraph.from_params(Params.from_file(REPO / f"experiments/{language}_m.jsonnet").pop("steps"))
         for file in language_files(language):
@@ -88,6 +85,37 @@ def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
                     assert target in graph.sub_graph(target)
             tasks = {name.split("_score_s")[0] for name in graph if "_score_s" in name}
             assert tasks == ({"ud_parser", "ner"} if language in ("wolof", "maltese", "uyghur") else {"ud_parser"})
+
+
+def test_paper_scale_related_files_pair_with_the_table_2_cells_of_their_language():
+    """The related biases at the paper's scale (experiments/paper/related): each condition pretrains
+    its own paper-scale encoder, while the µB-M and random-init rows are the Table 2 cells' steps (the
+    same pretraining and, for the three seeds they share, the same fine-tunes), so nothing runs twice."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    def graph(file):
+        return StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+
+    table2 = {name: graph(f"experiments/paper/wolof_{name}.jsonnet") for name in ("m", "random_init")}
+    for name, cell in table2.items():
+        related = graph(f"experiments/paper/related/wolof_{name}.jsonnet")
+        tuned = [step for step in related if step.startswith(("ud_parser_s", "ner_s")) and "_score_" not in step]
+        assert len(tuned) == 6  # UD and NER, seeds 42-44
+        assert all(related[step].unique_id == cell[step].unique_id for step in tuned), name
+    pretrainings = {table2["m"]["pretrained_model"].unique_id}
+    for file in sorted((REPO / "experiments/paper/related").glob("wolof_*.jsonnet")):
+        related = graph(file.relative_to(REPO))
+        if "pretrained_model" not in related or file.stem in ("wolof_m", "wolof_m_plus_g"):
+            continue
+        pretrained = related["pretrained_model"]
+        assert pretrained.kwargs["training"].max_steps == 62500 and pretrained.kwargs["training"].batch_size == 256, file.name
+        assert pretrained.unique_id not in pretrainings, file.name  # its own encoder, not another row's
+        pretrainings.add(pretrained.unique_id)
+        assert {related[n].kwargs["scale"] for n in related if n.startswith("ud_parser_score_s")} == {"gpu-paper_tenth"}
+    assert len(pretrainings) == 1 + 7 + 2  # µB-M; A5, A9, A13, C5, C9, C13 and H; the two G encoders (M-G, MS-G)
 
 
 def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_path):

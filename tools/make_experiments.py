@@ -3,9 +3,10 @@
     python tools/make_experiments.py          # (re)write experiments/{,smoke/,paper/}<lang>_<cond>.jsonnet
     python tools/make_experiments.py --check  # exit 1 if any file is missing or differs
 
-The related-biases table has its own files, experiments/related/ (cpu) and
-experiments/smoke/related/: one per (language, related condition), plus µB-M and random-init with
-the same three seeds.
+The related-biases table has its own files, experiments/related/ (cpu), experiments/smoke/related/
+and experiments/paper/related/: one per (language, related condition), plus µB-M and random-init
+with the same three seeds. A paper-scale related file shares its µB-M pretraining, and its µB-M and
+random-init fine-tunes of those seeds, with the paper-scale Table 2 cell of the same language.
 
 cpu-scale files live in experiments/, the other scales in a subfolder named after the scale; a
 paper-scale cell is fine-tuned with five seeds. The builder (configs/lib.libsonnet) holds every
@@ -73,7 +74,8 @@ def render_baseline(language: str, baseline: str, scale: str, folder: Path) -> s
 # The related-biases table: µB-M, the controls, µB-M with syntax-guided attention added at
 # fine-tuning ("M+G", Ahmad et al.'s own setting), and every condition of conditions.libsonnet `related`.
 RELATED_CONDITIONS = ["M", "random-init", "trigram-LM", "M+G"] + related_conditions()
-RELATED_SCALES = {"cpu": Path("experiments/related"), "smoke": Path("experiments/smoke/related")}
+RELATED_SCALES = {"cpu": Path("experiments/related"), "smoke": Path("experiments/smoke/related"),
+                  "paper": Path("experiments/paper/related")}
 
 
 def render_related(language: str, condition: str, scale: str, folder: Path) -> str:
