@@ -1,14 +1,17 @@
 """Time one UD-parser fine-tuning step (forward + backward + AdamW) on real Wolof-WTB batches.
 
 Compares implementations of the step on the same batches and weights budget: torch's bidirectional
-``nn.LSTM`` on a packed sequence with the for-loop AdamW (the implementation before
-FinetuneUdParser VERSION 002) against ``models.word_encoder.BiLSTM`` on padded words with fused
-AdamW (the current one); both compute the same function (see
+``nn.LSTM`` on a packed sequence with the for-loop AdamW (``packed``, the implementation before
+FinetuneUdParser VERSION 002) or with fused AdamW (``packed-fused``: on a GPU one cuDNN call a layer
+for both directions, the "packed LSTM" lever) against ``models.word_encoder.BiLSTM`` on padded words
+with fused AdamW (``current``: two cuDNN calls and two gathers a layer); all compute the same function (see
 ``tests/test_finetune_parser.py::test_bilstm_on_padded_words_equals_torch_bidirectional_lstm_on_packed_words``).
 ``--compile MODE ...`` adds the current one with the whole parser under torch.compile (``none``
 is eager; ``--compile-backend aot_eager`` runs it on a CPU without code generation): on a GPU the
 step is bound by the host's launches (docs/benchmarks/gpu_finetune.jsonl: ~34 ms alone on an H100),
 which compilation is the lever against. On a GPU each step's time runs to the device finishing it.
+Each compiled variant's record says into how many graphs dynamo cut the step and why
+(``torch._dynamo.explain``): a CUDA graph covers one graph, so every break is launches left eager.
 
     SIB_DATA_ROOT=../shared/data python benchmarks/bench_finetune_step.py --encoder workspace/cache/PretrainMicrobert-.../result/encoder \\
         --json docs/benchmarks/finetune_step.json
@@ -57,22 +60,41 @@ HEADS = {  # the BiLSTM and dropout of the cpu regime's head and of the paper's 
     "cpu": {"lstm_hidden": 200, "lstm_layers": 2, "dropout": 0.2, "input_dropout": 0.2},
     "paper": {"lstm_hidden": 400, "lstm_layers": 3, "dropout": 0.3, "input_dropout": 0.3},
 }
-PACKED, CURRENT = "packed nn.LSTM + for-loop AdamW", "padded BiLSTM + fused AdamW"
+PACKED, PACKED_FUSED, CURRENT = "packed nn.LSTM + for-loop AdamW", "packed nn.LSTM + fused AdamW", "padded BiLSTM + fused AdamW"
+VARIANTS = {"packed": PACKED, "packed-fused": PACKED_FUSED, "current": CURRENT}
 
 
-def time_steps(encoder_dir: str, variant: str, split: Split, labels: int, steps: int, warmup: int, head: str = "cpu",
-               device: str = "cpu", compile_options: Optional[dict] = None) -> list:
+def build_parser(encoder_dir: str, variant: str, labels: int, head: str) -> BiaffineDependencyParser:
     encoder, _ = load_encoder(encoder_dir, "global")
     torch.manual_seed(0)
     settings = HEADS[head]
     model = BiaffineDependencyParser(encoder, labels, arc_dim=100, label_dim=100, **settings)
-    if variant == PACKED:
+    if variant in (PACKED, PACKED_FUSED):
         model.lstm = PackedLSTM(encoder.config.hidden_size, settings["lstm_hidden"], settings["lstm_layers"], settings["dropout"])
-    model.to(device)
+    return model
+
+
+def train_batches(split: Split) -> BatchStream:
+    lengths = [len(f["input_ids"]) for f in split.features]
+    return BatchStream(lambda generator, _: bucketed_batches(lengths, 16, generator), torch.Generator().manual_seed(1), 1)
+
+
+def graph_breaks(encoder_dir: str, variant: str, split: Split, labels: int, head: str, device: str) -> dict:
+    """How dynamo cuts one training forward (loss included) of ``variant``: graphs, breaks and their
+    distinct reasons (first line each)."""
+    model = build_parser(encoder_dir, variant, labels, head).to(device)
+    batch = to_device(make_batch(split, train_batches(split).next_epoch()[0]), torch.device(device))
+    explained = torch._dynamo.explain(lambda **inputs: model(**inputs).loss)(**batch)
+    reasons = sorted({str(reason.reason).strip().splitlines()[0] for reason in explained.break_reasons})
+    return {"graphs": explained.graph_count, "graph_breaks": explained.graph_break_count, "reasons": reasons}
+
+
+def time_steps(encoder_dir: str, variant: str, split: Split, labels: int, steps: int, warmup: int, head: str = "cpu",
+               device: str = "cpu", compile_options: Optional[dict] = None) -> list:
+    model = build_parser(encoder_dir, variant, labels, head).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=variant != PACKED)
     compile_module(model, compile_options)
-    lengths = [len(f["input_ids"]) for f in split.features]
-    batches = BatchStream(lambda generator, _: bucketed_batches(lengths, 16, generator), torch.Generator().manual_seed(1), 1)
+    batches = train_batches(split)
     on_gpu = torch.device(device).type == "cuda"
     seconds = []
     for number in range(warmup + steps):
@@ -96,7 +118,7 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (compiled variants compile in them)")
     parser.add_argument("--head", choices=sorted(HEADS), default="cpu")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--variants", nargs="+", choices=["packed", "current"], default=["packed", "current"])
+    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["packed", "current"])
     parser.add_argument("--compile", nargs="+", default=[], metavar="MODE",
                         help="also time the current step with the parser under torch.compile in these modes (none: eager)")
     parser.add_argument("--compile-backend", help="torch.compile backend (aot_eager on a CPU: no code generation)")
@@ -111,7 +133,7 @@ def main(argv=None) -> int:
     split.label_ids = [[labels.index(label) for label in s["deprel"]] for s in sentences]
 
     # name: (the step it times, torch.compile options or None for eager)
-    chosen = [{"packed": PACKED, "current": CURRENT}[name] for name in args.variants]
+    chosen = [VARIANTS[name] for name in args.variants]
     variants = {step: (step, None) for step in chosen}
     for mode in args.compile:
         if mode == "none":
@@ -128,9 +150,14 @@ def main(argv=None) -> int:
                 torch._dynamo.reset()  # each compiled variant compiles afresh, in its own warm-up
             samples[variant] += time_steps(args.encoder, step, split, len(labels), args.steps // 2, args.warmup,
                                            args.head, args.device, options)
-    for variant in variants:
+    for variant, (step, options) in variants.items():
         results[variant] = {"median_ms": 1000 * statistics.median(samples[variant]), "steps": len(samples[variant])}
         print(f"{variant}: {results[variant]['median_ms']:.0f} ms/step (median of {len(samples[variant])})")
+        if options is not None:
+            torch._dynamo.reset()
+            results[variant]["dynamo"] = graph_breaks(args.encoder, step, split, len(labels), args.head, args.device)
+            print(f"  dynamo: {results[variant]['dynamo']['graphs']} graphs, {results[variant]['dynamo']['graph_breaks']} breaks: "
+                  + "; ".join(results[variant]["dynamo"]["reasons"]))
     names = list(variants)
     old, new = results[names[0]]["median_ms"], results[names[-1]]["median_ms"]
     settings = HEADS[args.head]
