@@ -92,6 +92,18 @@ def sentence_nll(model: TransformerGrammarLM, sequences: Sequence[Sequence[int]]
     return totals
 
 
+def split_perplexity(model: TransformerGrammarLM, actions: Dict[str, Any], split: str,
+                     max_sentences: Optional[int] = None) -> Dict[str, Any]:
+    """Per-word perplexity of ``model`` (its kind's sequences, see the module doc) on the first
+    ``max_sentences`` rows of ``split`` (all if None): {"perplexity", "nll_nats", "words", "sentences"}.
+    `evaluate_tg_lm` scores a model with it."""
+    rows = actions[split][:max_sentences]
+    totals = sentence_nll(model, model_sequences({**actions, split: rows}, split, model.config.tg_kind))
+    words = sum(sentence["words"] for sentence in rows)
+    nll = sum(totals)
+    return {"perplexity": math.exp(nll / words), "nll_nats": nll, "words": words, "sentences": len(totals)}
+
+
 @Step.register("train_tg_lm")
 class TrainTgLanguageModel(Step):
     """Train one µB-size left-to-right LM (`models.transformer_grammar`) of ``kind`` on the train
@@ -188,19 +200,15 @@ class EvaluateTgLanguageModel(Step):
         """:param table, row, column, scale: the cell, as for `score_cell` (row: the model's kind,
             column: the language); the reporting graph reads them from the config.
         :param max_sentences: score only the split's first N sentences (smoke scale); None = all."""
-        rows = actions[split][:max_sentences]
         lm, training = load_cell_lm(model, row, "evaluate_tg_lm", device)
         kind, language = lm.config.tg_kind, column
         with torch_threads(num_threads):
-            totals = sentence_nll(lm, model_sequences({**actions, split: rows}, split, kind))
-        words = sum(sentence["words"] for sentence in rows)
-        nll = sum(totals)
-        perplexity = math.exp(nll / words)
-        self.logger.info("%s %s %s: per-word perplexity %.2f over %d words", language, kind, split, perplexity, words)
+            score = split_perplexity(lm, actions, split, max_sentences)
+        self.logger.info("%s %s %s: per-word perplexity %.2f over %d words", language, kind, split, score["perplexity"], score["words"])
         return {
             "table": table, "row": kind, "column": language, "scale": scale, "seed": training["seed"],
-            "task": "language_modelling", "metric": "perplexity", "test": perplexity, "dev": None,
-            "split": split, "nll_nats": nll, "words": words, "sentences": len(totals),
+            "task": "language_modelling", "metric": "perplexity", "test": score["perplexity"], "dev": None,
+            "split": split, "nll_nats": score["nll_nats"], "words": score["words"], "sentences": score["sentences"],
             "bound": "exact p(x)" if kind == "txl_terminals" else "upper bound: joint p(x, y) with one tree",
             "encoder": None, "train_seconds": training["seconds"], "device": str(next(lm.parameters()).device),
         }
