@@ -31,9 +31,14 @@ from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, lm_config
 from steps.common.batching import bucketed_batches
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, resolve_device, torch_threads
+from steps.common.training import TrainingHarness, check_finite_loss
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
+CHECKPOINT_NAME = "checkpoint.pt"
+# Test hook: raise `SimulatedCrash` right after training step N (after its checkpoint, if one is
+# due), as if the process had been killed there. Not part of any cache key.
+CRASH_AFTER_STEP_ENV = "SIB_TG_LM_CRASH_AFTER_STEP"
 
 
 def model_sequences(actions: Dict[str, Any], split: str, kind: str) -> List[List[int]]:
@@ -107,8 +112,17 @@ def split_perplexity(model: TransformerGrammarLM, actions: Dict[str, Any], split
 @Step.register("train_tg_lm")
 class TrainTgLanguageModel(Step):
     """Train one µB-size left-to-right LM (`models.transformer_grammar`) of ``kind`` on the train
-    split of `build_tg_actions`: AdamW, linear warmup then cosine decay, length-bucketed batches
-    drawn from (seed, epoch), next-action NLL over labelled positions.
+    split of `build_tg_actions`: AdamW, linear warmup then cosine decay over ``max_steps``,
+    length-bucketed batches drawn from (seed, epoch), next-action NLL over labelled positions.
+
+    Long runs as short jobs: every ``checkpoint_every`` steps (and at the last one) the full state
+    (model, optimizer, schedule, RNG, the step, the batch order's epoch counter and pending batches,
+    the loss curve) is written atomically to the step's work directory; running the same step again
+    after a kill resumes there ("resuming from step N" in the log, ``resumed_from`` in metrics.json)
+    and, on CPU, ends bit for bit where the uninterrupted run ends (dropout is seeded from (seed,
+    step)). A SIGINT (`tools/jobs.py run` at the end of its budget) stops the run at the end of the
+    step under way, with a checkpoint there. Checkpoint, resume, SIGINT stop and crash hook are the
+    training harness's (`steps.common.training`), shared with pretraining and fine-tuning.
 
     Result: a directory with ``model.safetensors``, ``config.json`` (the `lm_config` arguments) and
     ``metrics.json`` (training loss curve, seconds per step).
@@ -118,7 +132,7 @@ class TrainTgLanguageModel(Step):
     CACHEABLE = True
     VERSION = "002"  # 002: Transformer-XL relative-position scores (relative_form; "bias" was 001's)
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
     SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl"}
 
     def run(  # type: ignore[override]
@@ -134,13 +148,18 @@ class TrainTgLanguageModel(Step):
         num_threads: Optional[int] = None,
         relative_form: str = "transformer_xl",
         device: Optional[str] = "auto",
+        checkpoint_every: int = 250,
     ) -> Path:
         """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
             per layer, head and relative position; `models.transformer_grammar`).
-        :param device: "auto" (the GPU when there is one), "cpu" or "cuda"; recorded in metrics.json."""
+        :param device: "auto" (the GPU when there is one), "cpu" or "cuda"; recorded in metrics.json.
+        :param checkpoint_every: steps between checkpoints (also written at the last step and on
+            SIGINT); where a resumed run starts, never what it computes, so not in the cache key."""
         device = resolve_device(device)
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
+        if checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be positive, got {checkpoint_every}")
         layout = actions["layout"]
         settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
                     "num_labels": layout["num_labels"], "relative_form": relative_form}
@@ -150,14 +169,25 @@ class TrainTgLanguageModel(Step):
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=weight_decay)
         schedule = get_cosine_schedule_with_warmup(optimizer, int(warmup * max_steps), max_steps)
         lengths = [len(s) for s in sequences]
-        history, epoch, batches, started = [], 0, [], time.perf_counter()
-        with torch_threads(num_threads):
+        # The batch order: `pending` holds what is left of pass `epoch` (drawn from (seed, epoch)).
+        state: Dict[str, Any] = {"step": 0, "epoch": 0, "pending": [], "history": [], "train_seconds": 0.0, "resumed_from": []}
+        harness = TrainingHarness(self.work_dir / CHECKPOINT_NAME, device, "step", CRASH_AFTER_STEP_ENV)
+        saved = harness.resume(model, optimizer, schedule)
+        if saved is not None:
+            state = saved["state"]
+            state["resumed_from"].append(state["step"])
+            self.logger.info("%s: resuming from step %d (checkpoint %s)", kind, state["step"], harness.path)
+        losses: List[Tuple[int, torch.Tensor]] = []  # steps whose loss is still on the device
+        with torch_threads(num_threads), harness:
             model.train()
-            for step in range(1, max_steps + 1):
-                if not batches:
-                    batches = bucketed_batches(lengths, batch_size, torch.Generator().manual_seed(derived_seed(seed, "tg_lm_batches", epoch)))
-                    epoch += 1
-                input_ids = pad_batch([sequences[i] for i in batches.pop()]).to(device)
+            while state["step"] < max_steps:
+                step_start = time.perf_counter()
+                step = state["step"] + 1
+                if not state["pending"]:
+                    state["pending"] = bucketed_batches(lengths, batch_size, torch.Generator().manual_seed(
+                        derived_seed(seed, "tg_lm_batches", state["epoch"])))
+                    state["epoch"] += 1
+                input_ids = pad_batch([sequences[i] for i in state["pending"].pop()]).to(device)
                 torch.manual_seed(derived_seed(seed, "tg_lm_dropout", step))
                 loss = model(input_ids, next_action_labels(input_ids, layout["num_terminals"], layout["num_labels"])).loss
                 loss.backward()
@@ -165,17 +195,32 @@ class TrainTgLanguageModel(Step):
                 optimizer.step()
                 schedule.step()
                 optimizer.zero_grad(set_to_none=True)
-                if step % max(1, max_steps // 20) == 0 or step == max_steps:
-                    history.append({"step": step, "loss": loss.item()})
-                    self.logger.info("%s step %d/%d loss %.3f", kind, step, max_steps, loss.item())
-        seconds = time.perf_counter() - started
+                state["step"] = step
+                losses.append((step, loss.detach()))
+                logged = step % max(1, max_steps // 20) == 0 or step == max_steps
+                checkpointing = step % checkpoint_every == 0 or step == max_steps or harness.stop_requested
+                if logged or checkpointing or harness.crashes_after(step):
+                    # One device wait for the steps since the last read; a non-finite loss stops the
+                    # run here, before a checkpoint could keep its weights.
+                    for number, value in zip([n for n, _ in losses], torch.stack([v for _, v in losses]).tolist()):
+                        check_finite_loss(value, f"step {number}", kind)
+                        if number == step and logged:
+                            state["history"].append({"step": step, "loss": value})
+                            self.logger.info("%s step %d/%d loss %.3f", kind, step, max_steps, value)
+                    losses = []
+                state["train_seconds"] += time.perf_counter() - step_start
+                if checkpointing:
+                    harness.save(model, optimizer, schedule, state=state)
+                harness.boundary(step, max_steps, step == max_steps, self.logger)
         out = self.work_dir / "lm"
         out.mkdir(parents=True, exist_ok=True)
         save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}, str(out / WEIGHTS))
         (out / CONFIG).write_text(json.dumps(settings, indent=2))
-        metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": epoch,
-                   "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max_steps,
-                   "parameters": sum(p.numel() for p in model.parameters()), "history": history, "device": str(device)}
+        seconds = state["train_seconds"]
+        metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": state["epoch"],
+                   "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max(state["step"], 1),
+                   "parameters": sum(p.numel() for p in model.parameters()), "history": state["history"], "device": str(device),
+                   "steps": state["step"], "resumed_from": state["resumed_from"]}
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
         return out
 
