@@ -101,12 +101,32 @@ def split_perplexity(model: TransformerGrammarLM, actions: Dict[str, Any], split
                      max_sentences: Optional[int] = None) -> Dict[str, Any]:
     """Per-word perplexity of ``model`` (its kind's sequences, see the module doc) on the first
     ``max_sentences`` rows of ``split`` (all if None): {"perplexity", "nll_nats", "words", "sentences"}.
-    `evaluate_tg_lm` scores a model with it."""
+    `evaluate_tg_lm` scores a model with it, and `train_tg_lm` its held-out curve."""
     rows = actions[split][:max_sentences]
     totals = sentence_nll(model, model_sequences({**actions, split: rows}, split, model.config.tg_kind))
     words = sum(sentence["words"] for sentence in rows)
     nll = sum(totals)
     return {"perplexity": math.exp(nll / words), "nll_nats": nll, "words": words, "sentences": len(totals)}
+
+
+def stop_reason(dev_history: Sequence[Dict[str, float]], stop_at_perplexity: Optional[float],
+                plateau_validations: Optional[int], plateau_tolerance: float) -> Optional[str]:
+    """Whether the held-out curve so far stops training: "perplexity" once its last point is at or
+    below ``stop_at_perplexity``; "plateau" once its last ``plateau_validations`` points (K) together
+    lowered the best perplexity of the points before them by less than ``plateau_tolerance`` of it,
+    i.e. (best before − best of the last K) < tolerance × best before, which needs K + 1 points
+    (with tolerance 1.0 it holds at point K + 1, whatever the curve); None: go on. A rule left None
+    never stops a run."""
+    if not dev_history:
+        return None
+    if stop_at_perplexity is not None and dev_history[-1]["perplexity"] <= stop_at_perplexity:
+        return "perplexity"
+    if plateau_validations is not None and len(dev_history) > plateau_validations:
+        before = min(point["perplexity"] for point in dev_history[:-plateau_validations])
+        recent = min(point["perplexity"] for point in dev_history[-plateau_validations:])
+        if before - recent < plateau_tolerance * before:
+            return "plateau"
+    return None
 
 
 @Step.register("train_tg_lm")
@@ -117,15 +137,28 @@ class TrainTgLanguageModel(Step):
 
     Long runs as short jobs: every ``checkpoint_every`` steps (and at the last one) the full state
     (model, optimizer, schedule, RNG, the step, the batch order's epoch counter and pending batches,
-    the loss curve) is written atomically to the step's work directory; running the same step again
+    the curves) is written atomically to the step's work directory; running the same step again
     after a kill resumes there ("resuming from step N" in the log, ``resumed_from`` in metrics.json)
     and, on CPU, ends bit for bit where the uninterrupted run ends (dropout is seeded from (seed,
     step)). A SIGINT (`tools/jobs.py run` at the end of its budget) stops the run at the end of the
     step under way, with a checkpoint there. Checkpoint, resume, SIGINT stop and crash hook are the
     training harness's (`steps.common.training`), shared with pretraining and fine-tuning.
 
+    Held-out curve and stop rule: with ``validate_every`` the dev split's per-word perplexity
+    (`split_perplexity`, what `evaluate_tg_lm` reports) is computed every that many steps and at the
+    last one, into metrics.json's ``dev_history`` [{step, perplexity, ...}]. ``stop_at_perplexity``
+    and ``plateau_validations``/``plateau_tolerance`` (`stop_reason`) then may end training before
+    ``max_steps``; each applies only when set. The schedule stays the one of ``max_steps``, so a
+    stopped run is the first steps of the full one. metrics.json records ``stopped_by``
+    ("max_steps" | "perplexity" | "plateau" | "budget_from") and ``steps`` (the step it stopped
+    at); the saved weights are the last step's. For a comparison of the three kinds at one budget,
+    set the rule on one kind only (TXL (terminals): train until its dev perplexity reaches a target,
+    e.g. 500 for Wolof, or its curve flattens) and give the other kinds its ``steps`` as their budget
+    with the same ``max_steps`` (so the same schedule): ``budget_from`` (that kind's result, same
+    seed) does it in one graph.
+
     Result: a directory with ``model.safetensors``, ``config.json`` (the `lm_config` arguments) and
-    ``metrics.json`` (training loss curve, seconds per step).
+    ``metrics.json`` (training loss curve, dev curve, seconds per step, what stopped the run).
     """
 
     DETERMINISTIC = True
@@ -133,7 +166,9 @@ class TrainTgLanguageModel(Step):
     VERSION = "002"  # 002: Transformer-XL relative-position scores (relative_form; "bias" was 001's)
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
-    SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl"}
+    SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl", "validate_every": None, "max_validation_sequences": None,
+                              "stop_at_perplexity": None, "plateau_validations": None, "plateau_tolerance": 0.01,
+                              "budget_from": None}
 
     def run(  # type: ignore[override]
         self,
@@ -149,17 +184,48 @@ class TrainTgLanguageModel(Step):
         relative_form: str = "transformer_xl",
         device: Optional[str] = "auto",
         checkpoint_every: int = 250,
+        validate_every: Optional[int] = None,
+        max_validation_sequences: Optional[int] = None,
+        stop_at_perplexity: Optional[float] = None,
+        plateau_validations: Optional[int] = None,
+        plateau_tolerance: float = 0.01,
+        budget_from: Optional[Path] = None,
     ) -> Path:
         """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
             per layer, head and relative position; `models.transformer_grammar`).
         :param device: "auto" (the GPU when there is one), "cpu" or "cuda"; recorded in metrics.json.
         :param checkpoint_every: steps between checkpoints (also written at the last step and on
-            SIGINT); where a resumed run starts, never what it computes, so not in the cache key."""
+            SIGINT); where a resumed run starts, never what it computes, so not in the cache key.
+        :param validate_every: steps between two points of the dev curve (and one at the last step);
+            None: no curve, no stop rule.
+        :param max_validation_sequences: the dev curve scores the dev split's first N sentences
+            (speed); None: all of them.
+        :param stop_at_perplexity: stop once a dev point's per-word perplexity is ≤ this.
+        :param plateau_validations: K: stop once the last K dev points lowered the best perplexity of
+            the points before them by less than ``plateau_tolerance`` (relative: 0.01 = 1 %).
+        :param budget_from: a `train_tg_lm` result with the same ``max_steps``: train for exactly the
+            steps it trained (its ``steps``), e.g. the TXL (terminals) run that a stop rule ended."""
         device = resolve_device(device)
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
-        if checkpoint_every < 1:
-            raise ValueError(f"checkpoint_every must be positive, got {checkpoint_every}")
+        if checkpoint_every < 1 or (validate_every is not None and validate_every < 1):
+            raise ValueError("checkpoint_every and validate_every must be positive")
+        rule = stop_at_perplexity is not None or plateau_validations is not None
+        if rule and validate_every is None:
+            raise ValueError("stop_at_perplexity and plateau_validations need validate_every (the dev curve they read)")
+        if plateau_validations is not None and plateau_validations < 1:
+            raise ValueError(f"plateau_validations must be positive, got {plateau_validations}")
+        if validate_every is not None and "dev" not in actions:
+            raise ValueError("validate_every needs a dev split in the actions")
+        budget = max_steps
+        if budget_from is not None:
+            if rule:
+                raise ValueError("budget_from and a stop rule exclude each other: the budget is the other run's")
+            source = json.loads((Path(budget_from) / "metrics.json").read_text())
+            if source["max_steps"] != max_steps:
+                raise ValueError(f"budget_from: {Path(budget_from) / 'metrics.json'} has max_steps {source['max_steps']}, "
+                                 f"this run {max_steps}: the schedules would differ")
+            budget = source.get("steps", max_steps)  # results from before the stop rules always trained max_steps
         layout = actions["layout"]
         settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
                     "num_labels": layout["num_labels"], "relative_form": relative_form}
@@ -170,7 +236,8 @@ class TrainTgLanguageModel(Step):
         schedule = get_cosine_schedule_with_warmup(optimizer, int(warmup * max_steps), max_steps)
         lengths = [len(s) for s in sequences]
         # The batch order: `pending` holds what is left of pass `epoch` (drawn from (seed, epoch)).
-        state: Dict[str, Any] = {"step": 0, "epoch": 0, "pending": [], "history": [], "train_seconds": 0.0, "resumed_from": []}
+        state: Dict[str, Any] = {"step": 0, "epoch": 0, "pending": [], "history": [], "dev_history": [], "stopped_by": None,
+                                 "train_seconds": 0.0, "validation_seconds": 0.0, "resumed_from": []}
         harness = TrainingHarness(self.work_dir / CHECKPOINT_NAME, device, "step", CRASH_AFTER_STEP_ENV)
         saved = harness.resume(model, optimizer, schedule)
         if saved is not None:
@@ -180,7 +247,7 @@ class TrainTgLanguageModel(Step):
         losses: List[Tuple[int, torch.Tensor]] = []  # steps whose loss is still on the device
         with torch_threads(num_threads), harness:
             model.train()
-            while state["step"] < max_steps:
+            while state["step"] < budget and state["stopped_by"] is None:
                 step_start = time.perf_counter()
                 step = state["step"] + 1
                 if not state["pending"]:
@@ -198,10 +265,11 @@ class TrainTgLanguageModel(Step):
                 state["step"] = step
                 losses.append((step, loss.detach()))
                 logged = step % max(1, max_steps // 20) == 0 or step == max_steps
-                checkpointing = step % checkpoint_every == 0 or step == max_steps or harness.stop_requested
-                if logged or checkpointing or harness.crashes_after(step):
+                validating = validate_every is not None and (step % validate_every == 0 or step == budget)
+                checkpointing = step % checkpoint_every == 0 or step == budget or harness.stop_requested
+                if logged or validating or checkpointing or harness.crashes_after(step):
                     # One device wait for the steps since the last read; a non-finite loss stops the
-                    # run here, before a checkpoint could keep its weights.
+                    # run here, before a checkpoint or a dev point could keep its weights.
                     for number, value in zip([n for n, _ in losses], torch.stack([v for _, v in losses]).tolist()):
                         check_finite_loss(value, f"step {number}", kind)
                         if number == step and logged:
@@ -209,9 +277,21 @@ class TrainTgLanguageModel(Step):
                             self.logger.info("%s step %d/%d loss %.3f", kind, step, max_steps, value)
                     losses = []
                 state["train_seconds"] += time.perf_counter() - step_start
-                if checkpointing:
+                if validating:
+                    validation_start = time.perf_counter()
+                    model.eval()
+                    point = split_perplexity(model, actions, "dev", max_validation_sequences)
+                    model.train()
+                    state["dev_history"].append({"step": step, "perplexity": point["perplexity"], "words": point["words"]})
+                    state["validation_seconds"] += time.perf_counter() - validation_start
+                    state["stopped_by"] = stop_reason(state["dev_history"], stop_at_perplexity, plateau_validations, plateau_tolerance)
+                    self.logger.info("%s step %d: dev per-word perplexity %.2f over %d words%s", kind, step, point["perplexity"],
+                                     point["words"], f"; stopping ({state['stopped_by']})" if state["stopped_by"] else "")
+                finished = step == budget or state["stopped_by"] is not None
+                if checkpointing or finished:
                     harness.save(model, optimizer, schedule, state=state)
-                harness.boundary(step, max_steps, step == max_steps, self.logger)
+                harness.boundary(step, budget, finished, self.logger)
+        stopped_by = state["stopped_by"] or ("budget_from" if budget < max_steps else "max_steps")
         out = self.work_dir / "lm"
         out.mkdir(parents=True, exist_ok=True)
         save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}, str(out / WEIGHTS))
@@ -220,7 +300,8 @@ class TrainTgLanguageModel(Step):
         metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": state["epoch"],
                    "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max(state["step"], 1),
                    "parameters": sum(p.numel() for p in model.parameters()), "history": state["history"], "device": str(device),
-                   "steps": state["step"], "resumed_from": state["resumed_from"]}
+                   "steps": state["step"], "stopped_by": stopped_by, "dev_history": state["dev_history"],
+                   "validation_seconds": state["validation_seconds"], "resumed_from": state["resumed_from"]}
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
         return out
 
