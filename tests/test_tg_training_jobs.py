@@ -172,3 +172,31 @@ def test_bad_stop_settings_are_refused_in_one_line(actions, tmp_path):
     with pytest.raises(ValueError, match="must be positive"):
         train(actions, tmp_path / "b", checkpoint_every=0)
     assert not list(tmp_path.rglob(CHECKPOINT_NAME))
+
+
+def test_a_stopped_run_is_listed_unfinished_with_its_dev_curve_until_it_resumes(actions, tmp_path, monkeypatch):
+    """`python -m reporting.cache unfinished` on a TG LM stopped after step 4 of 9: how far, its
+    kind and seed, the best and last dev perplexity its checkpoint holds; nothing once it has resumed."""
+    from tango.workspaces import LocalWorkspace
+
+    from reporting import cache
+
+    settings = dict(actions=actions, kind="txl_terminals", seed=7, max_steps=9, batch_size=8, validate_every=2, checkpoint_every=2,
+                    device="cpu")
+    # What an experiment file's entry says (`tango run` records it): kind, seed, max_steps, not the defaults.
+    written = {"type": "train_tg_lm", "actions": {"ref": "tg_actions"}, "kind": "txl_terminals", "seed": 7, "max_steps": 9}
+    workspace = LocalWorkspace(tmp_path / "ws")
+    monkeypatch.setenv(CRASH_AFTER_STEP_ENV, "4")
+    with pytest.raises(Exception, match="stopping after step 4"):
+        TrainTgLanguageModel(**settings, step_config=written).result(workspace)
+    monkeypatch.delenv(CRASH_AFTER_STEP_ENV)
+    [entry] = cache.unfinished_entries(workspace.dir)
+    saved = torch.load(workspace.step_dir(TrainTgLanguageModel(**settings)) / "work" / CHECKPOINT_NAME, weights_only=True)
+    curve = {point["step"]: point["perplexity"] for point in saved["state"]["dev_history"]}
+    assert sorted(curve) == [2, 4] and entry.step_class == "TrainTgLanguageModel" and entry.state == "stopped"
+    assert (entry.unit, entry.done, entry.total, entry.seed, entry.condition) == ("step", 4, 9, 7, "txl_terminals")
+    best_at = min(curve, key=curve.get)
+    assert (entry.metric, entry.best, entry.best_at, entry.last) == ("dev_perplexity", curve[best_at], best_at, curve[4])
+    assert "step 4/9" in cache.format_unfinished([entry]) and "best dev perplexity" in cache.format_unfinished([entry])
+    assert metrics(TrainTgLanguageModel(**settings).result(workspace))["resumed_from"] == [4]
+    assert cache.unfinished_entries(workspace.dir) == []
