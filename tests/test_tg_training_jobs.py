@@ -171,6 +171,8 @@ def test_bad_stop_settings_are_refused_in_one_line(actions, tmp_path):
         train(actions, tmp_path / "a", stop_at_perplexity=500.0)
     with pytest.raises(ValueError, match="must be positive"):
         train(actions, tmp_path / "b", checkpoint_every=0)
+    with pytest.raises(ValueError, match="set both or neither"):
+        train(actions, tmp_path / "c", validate_every=2, plateau_tolerance=0.1)
     assert not list(tmp_path.rglob(CHECKPOINT_NAME))
 
 

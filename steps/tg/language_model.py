@@ -39,6 +39,7 @@ CHECKPOINT_NAME = "checkpoint.pt"
 # Test hook: raise `SimulatedCrash` right after training step N (after its checkpoint, if one is
 # due), as if the process had been killed there. Not part of any cache key.
 CRASH_AFTER_STEP_ENV = "SIB_TG_LM_CRASH_AFTER_STEP"
+PLATEAU_TOLERANCE = 0.01  # train_tg_lm's default: a plateau is < 1 % better than the best before it
 
 
 def model_sequences(actions: Dict[str, Any], split: str, kind: str) -> List[List[int]]:
@@ -167,7 +168,7 @@ class TrainTgLanguageModel(Step):
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
     SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl", "validate_every": None, "max_validation_sequences": None,
-                              "stop_at_perplexity": None, "plateau_validations": None, "plateau_tolerance": 0.01,
+                              "stop_at_perplexity": None, "plateau_validations": None, "plateau_tolerance": PLATEAU_TOLERANCE,
                               "budget_from": None}
 
     def run(  # type: ignore[override]
@@ -188,7 +189,7 @@ class TrainTgLanguageModel(Step):
         max_validation_sequences: Optional[int] = None,
         stop_at_perplexity: Optional[float] = None,
         plateau_validations: Optional[int] = None,
-        plateau_tolerance: float = 0.01,
+        plateau_tolerance: float = PLATEAU_TOLERANCE,
         budget_from: Optional[Path] = None,
     ) -> Path:
         """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
@@ -215,6 +216,8 @@ class TrainTgLanguageModel(Step):
             raise ValueError("stop_at_perplexity and plateau_validations need validate_every (the dev curve they read)")
         if plateau_validations is not None and plateau_validations < 1:
             raise ValueError(f"plateau_validations must be positive, got {plateau_validations}")
+        if plateau_tolerance != PLATEAU_TOLERANCE and plateau_validations is None:
+            raise ValueError("plateau_tolerance is plateau_validations' tolerance: set both or neither")
         if validate_every is not None and "dev" not in actions:
             raise ValueError("validate_every needs a dev split in the actions")
         budget = max_steps
