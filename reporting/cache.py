@@ -613,7 +613,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     export.add_argument("entry", help="unique id (or an unambiguous prefix) of a pretrain_microbert / random_init_encoder entry")
     export.add_argument("out", type=Path)
     unfinished = commands.add_parser("unfinished", parents=[common],
-                                     help="pretraining, fine-tuning and TG LM steps with a checkpoint and no result: running or stopped, how far")
+                                     help="pretraining, fine-tuning and TG LM steps with a checkpoint and no result: "
+                                          "running or stopped, how far")
     unfinished.add_argument("--json", action="store_true", help="one JSON object: {unfinished: [...]}")
     release = commands.add_parser("release", parents=[common],
                                   help="write a cached encoder (or a stopped pretraining) to releases/<language>/<name>/ with hashes and a model card")
