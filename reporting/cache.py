@@ -16,10 +16,11 @@ language, condition and scale come from the experiment graphs (`reporting.graphs
 the step's own config and its upstream steps. A cache entry copied in from another machine, with
 no step-info row, is listed too.
 
-``unfinished`` lists the pretraining and fine-tuning steps that have a checkpoint but no result
-yet: running (a process holds the entry's lock, as Tango decides) or stopped (killed, out of time;
-``tango run`` of the same file resumes it), with how far each got (optimizer steps or epochs of the
-configured total), the best dev figure so far and when the checkpoint was written. It reads only
+``unfinished`` lists the pretraining, fine-tuning and TG LM training steps that have a checkpoint
+but no result yet: running (a process holds the entry's lock, as Tango decides) or stopped
+(killed, out of time; ``tango run`` of the same file resumes it), with how far each got (optimizer
+steps or epochs of the configured total), the best dev figure so far and when the checkpoint was
+written. It reads only
 the checkpoint's bookkeeping (memory-mapped, no weights loaded), so it is cheap beside a run.
 
 ``release`` writes a pretrained encoder to ``releases/<language>/<name>/`` (safetensors weights,
@@ -217,7 +218,7 @@ class Unfinished:
     done: int = 0
     total: Optional[int] = None
     steps: int = 0  # optimizer steps so far
-    metric: Optional[str] = None  # the dev figure below: the fine-tuning's selection metric, or dev MLM loss
+    metric: Optional[str] = None  # the dev figure below: the fine-tuning's selection metric, dev MLM loss or TG dev perplexity
     best: Optional[float] = None
     best_at: Optional[int] = None  # epoch (fine-tuning) or step (pretraining) of `best`
     last: Optional[float] = None
@@ -230,8 +231,20 @@ class Unfinished:
 def _checkpoint_names() -> Dict[str, str]:
     from steps.finetune.loop import CHECKPOINT_NAME as FINETUNE_CHECKPOINT
     from steps.pretrain.pretrain import CHECKPOINT_NAME as PRETRAIN_CHECKPOINT
+    from steps.tg.language_model import CHECKPOINT_NAME as TG_CHECKPOINT
 
-    return {"PretrainMicrobert": PRETRAIN_CHECKPOINT, **{name: FINETUNE_CHECKPOINT for name in finetune_classes()}}
+    return {"PretrainMicrobert": PRETRAIN_CHECKPOINT, "TrainTgLanguageModel": TG_CHECKPOINT,
+            **{name: FINETUNE_CHECKPOINT for name in finetune_classes()}}
+
+
+def _tg_run_defaults() -> Dict[str, Any]:
+    """The defaults of `train_tg_lm`'s arguments, which its config may leave out."""
+    import inspect
+
+    from steps.tg.language_model import TrainTgLanguageModel
+
+    parameters = inspect.signature(TrainTgLanguageModel.run).parameters.items()
+    return {name: p.default for name, p in parameters if p.default is not inspect.Parameter.empty}
 
 
 def _selection_metrics() -> Dict[str, str]:
@@ -243,7 +256,8 @@ def _selection_metrics() -> Dict[str, str]:
 
 
 def unfinished_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) -> List[Unfinished]:
-    """Every pretraining or fine-tuning entry of the workspace with a checkpoint and no result."""
+    """Every pretraining, fine-tuning or TG LM training entry of the workspace with a checkpoint and
+    no result."""
     import torch
     from tango.step_caches.local_step_cache import LocalStepCache
     from tango.step_info import StepState
@@ -279,6 +293,16 @@ def unfinished_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) ->
             if scored:
                 best = min(scored, key=lambda record: record["dev_mlm_loss"])
                 entry.best, entry.best_at, entry.last = best["dev_mlm_loss"], best["step"], scored[-1]["dev_mlm_loss"]
+        elif step_class == "TrainTgLanguageModel":
+            defaults = _tg_run_defaults()
+            entry.seed, entry.total = config.get("seed", defaults["seed"]), config.get("max_steps", defaults["max_steps"])
+            entry.condition = entry.condition or config.get("kind")
+            entry.metric, entry.done = "dev_perplexity", state["step"]
+            entry.steps = state["step"]
+            curve = state.get("dev_history") or []
+            if curve:
+                best = min(curve, key=lambda point: point["perplexity"])
+                entry.best, entry.best_at, entry.last = best["perplexity"], best["step"], curve[-1]["perplexity"]
         else:
             tuning = config.get("config") or {}
             entry.unit, entry.seed, entry.total, entry.patience = "epoch", tuning.get("seed"), tuning.get("epochs"), tuning.get("patience")
@@ -589,7 +613,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     export.add_argument("entry", help="unique id (or an unambiguous prefix) of a pretrain_microbert / random_init_encoder entry")
     export.add_argument("out", type=Path)
     unfinished = commands.add_parser("unfinished", parents=[common],
-                                     help="pretraining and fine-tuning steps with a checkpoint and no result: running or stopped, how far")
+                                     help="pretraining, fine-tuning and TG LM steps with a checkpoint and no result: "
+                                          "running or stopped, how far")
     unfinished.add_argument("--json", action="store_true", help="one JSON object: {unfinished: [...]}")
     release = commands.add_parser("release", parents=[common],
                                   help="write a cached encoder (or a stopped pretraining) to releases/<language>/<name>/ with hashes and a model card")

@@ -31,9 +31,15 @@ from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, lm_config
 from steps.common.batching import bucketed_batches
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, resolve_device, torch_threads
+from steps.common.training import TrainingHarness, check_finite_loss
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
+CHECKPOINT_NAME = "checkpoint.pt"
+# Test hook: raise `SimulatedCrash` right after training step N (after its checkpoint, if one is
+# due), as if the process had been killed there. Not part of any cache key.
+CRASH_AFTER_STEP_ENV = "SIB_TG_LM_CRASH_AFTER_STEP"
+PLATEAU_TOLERANCE = 0.01  # train_tg_lm's default: a plateau is < 1 % better than the best before it
 
 
 def model_sequences(actions: Dict[str, Any], split: str, kind: str) -> List[List[int]]:
@@ -92,22 +98,78 @@ def sentence_nll(model: TransformerGrammarLM, sequences: Sequence[Sequence[int]]
     return totals
 
 
+def split_perplexity(model: TransformerGrammarLM, actions: Dict[str, Any], split: str,
+                     max_sentences: Optional[int] = None) -> Dict[str, Any]:
+    """Per-word perplexity of ``model`` (its kind's sequences, see the module doc) on the first
+    ``max_sentences`` rows of ``split`` (all if None): {"perplexity", "nll_nats", "words", "sentences"}.
+    `evaluate_tg_lm` scores a model with it, and `train_tg_lm` its held-out curve."""
+    rows = actions[split][:max_sentences]
+    totals = sentence_nll(model, model_sequences({**actions, split: rows}, split, model.config.tg_kind))
+    words = sum(sentence["words"] for sentence in rows)
+    nll = sum(totals)
+    return {"perplexity": math.exp(nll / words), "nll_nats": nll, "words": words, "sentences": len(totals)}
+
+
+def stop_reason(dev_history: Sequence[Dict[str, float]], stop_at_perplexity: Optional[float],
+                plateau_validations: Optional[int], plateau_tolerance: float) -> Optional[str]:
+    """Whether the held-out curve so far stops training: "perplexity" once its last point is at or
+    below ``stop_at_perplexity``; "plateau" once its last ``plateau_validations`` points (K) together
+    lowered the best perplexity of the points before them by less than ``plateau_tolerance`` of it,
+    i.e. (best before − best of the last K) < tolerance × best before, which needs K + 1 points
+    (with tolerance 1.0 it holds at point K + 1, whatever the curve); None: go on. A rule left None
+    never stops a run."""
+    if not dev_history:
+        return None
+    if stop_at_perplexity is not None and dev_history[-1]["perplexity"] <= stop_at_perplexity:
+        return "perplexity"
+    if plateau_validations is not None and len(dev_history) > plateau_validations:
+        before = min(point["perplexity"] for point in dev_history[:-plateau_validations])
+        recent = min(point["perplexity"] for point in dev_history[-plateau_validations:])
+        if before - recent < plateau_tolerance * before:
+            return "plateau"
+    return None
+
+
 @Step.register("train_tg_lm")
 class TrainTgLanguageModel(Step):
     """Train one µB-size left-to-right LM (`models.transformer_grammar`) of ``kind`` on the train
-    split of `build_tg_actions`: AdamW, linear warmup then cosine decay, length-bucketed batches
-    drawn from (seed, epoch), next-action NLL over labelled positions.
+    split of `build_tg_actions`: AdamW, linear warmup then cosine decay over ``max_steps``,
+    length-bucketed batches drawn from (seed, epoch), next-action NLL over labelled positions.
+
+    Long runs as short jobs: every ``checkpoint_every`` steps (and at the last one) the full state
+    (model, optimizer, schedule, RNG, the step, the batch order's epoch counter and pending batches,
+    the curves) is written atomically to the step's work directory; running the same step again
+    after a kill resumes there ("resuming from step N" in the log, ``resumed_from`` in metrics.json)
+    and, on CPU, ends bit for bit where the uninterrupted run ends (dropout is seeded from (seed,
+    step)). A SIGINT (`tools/jobs.py run` at the end of its budget) stops the run at the end of the
+    step under way, with a checkpoint there. Checkpoint, resume, SIGINT stop and crash hook are the
+    training harness's (`steps.common.training`), shared with pretraining and fine-tuning.
+
+    Held-out curve and stop rule: with ``validate_every`` the dev split's per-word perplexity
+    (`split_perplexity`, what `evaluate_tg_lm` reports) is computed every that many steps and at the
+    last one, into metrics.json's ``dev_history`` [{step, perplexity, ...}]. ``stop_at_perplexity``
+    and ``plateau_validations``/``plateau_tolerance`` (`stop_reason`) then may end training before
+    ``max_steps``; each applies only when set. The schedule stays the one of ``max_steps``, so a
+    stopped run is the first steps of the full one. metrics.json records ``stopped_by``
+    ("max_steps" | "perplexity" | "plateau" | "budget_from") and ``steps`` (the step it stopped
+    at); the saved weights are the last step's. For a comparison of the three kinds at one budget,
+    set the rule on one kind only (TXL (terminals): train until its dev perplexity reaches a target,
+    e.g. 500 for Wolof, or its curve flattens) and give the other kinds its ``steps`` as their budget
+    with the same ``max_steps`` (so the same schedule): ``budget_from`` (that kind's result, same
+    seed) does it in one graph.
 
     Result: a directory with ``model.safetensors``, ``config.json`` (the `lm_config` arguments) and
-    ``metrics.json`` (training loss curve, seconds per step).
+    ``metrics.json`` (training loss curve, dev curve, seconds per step, what stopped the run).
     """
 
     DETERMINISTIC = True
     CACHEABLE = True
     VERSION = "002"  # 002: Transformer-XL relative-position scores (relative_form; "bias" was 001's)
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"num_threads", "device"}
-    SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl"}
+    SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
+    SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl", "validate_every": None, "max_validation_sequences": None,
+                              "stop_at_perplexity": None, "plateau_validations": None, "plateau_tolerance": PLATEAU_TOLERANCE,
+                              "budget_from": None}
 
     def run(  # type: ignore[override]
         self,
@@ -122,13 +184,51 @@ class TrainTgLanguageModel(Step):
         num_threads: Optional[int] = None,
         relative_form: str = "transformer_xl",
         device: Optional[str] = "auto",
+        checkpoint_every: int = 250,
+        validate_every: Optional[int] = None,
+        max_validation_sequences: Optional[int] = None,
+        stop_at_perplexity: Optional[float] = None,
+        plateau_validations: Optional[int] = None,
+        plateau_tolerance: float = PLATEAU_TOLERANCE,
+        budget_from: Optional[Path] = None,
     ) -> Path:
         """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
             per layer, head and relative position; `models.transformer_grammar`).
-        :param device: "auto" (the GPU when there is one), "cpu" or "cuda"; recorded in metrics.json."""
+        :param device: "auto" (the GPU when there is one), "cpu" or "cuda"; recorded in metrics.json.
+        :param checkpoint_every: steps between checkpoints (also written at the last step and on
+            SIGINT); where a resumed run starts, never what it computes, so not in the cache key.
+        :param validate_every: steps between two points of the dev curve (and one at the last step);
+            None: no curve, no stop rule.
+        :param max_validation_sequences: the dev curve scores the dev split's first N sentences
+            (speed); None: all of them.
+        :param stop_at_perplexity: stop once a dev point's per-word perplexity is ≤ this.
+        :param plateau_validations: K: stop once the last K dev points lowered the best perplexity of
+            the points before them by less than ``plateau_tolerance`` (relative: 0.01 = 1 %).
+        :param budget_from: a `train_tg_lm` result with the same ``max_steps``: train for exactly the
+            steps it trained (its ``steps``), e.g. the TXL (terminals) run that a stop rule ended."""
         device = resolve_device(device)
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
+        if checkpoint_every < 1 or (validate_every is not None and validate_every < 1):
+            raise ValueError("checkpoint_every and validate_every must be positive")
+        rule = stop_at_perplexity is not None or plateau_validations is not None
+        if rule and validate_every is None:
+            raise ValueError("stop_at_perplexity and plateau_validations need validate_every (the dev curve they read)")
+        if plateau_validations is not None and plateau_validations < 1:
+            raise ValueError(f"plateau_validations must be positive, got {plateau_validations}")
+        if plateau_tolerance != PLATEAU_TOLERANCE and plateau_validations is None:
+            raise ValueError("plateau_tolerance is plateau_validations' tolerance: set both or neither")
+        if validate_every is not None and "dev" not in actions:
+            raise ValueError("validate_every needs a dev split in the actions")
+        budget = max_steps
+        if budget_from is not None:
+            if rule:
+                raise ValueError("budget_from and a stop rule exclude each other: the budget is the other run's")
+            source = json.loads((Path(budget_from) / "metrics.json").read_text())
+            if source["max_steps"] != max_steps:
+                raise ValueError(f"budget_from: {Path(budget_from) / 'metrics.json'} has max_steps {source['max_steps']}, "
+                                 f"this run {max_steps}: the schedules would differ")
+            budget = source.get("steps", max_steps)  # results from before the stop rules always trained max_steps
         layout = actions["layout"]
         settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
                     "num_labels": layout["num_labels"], "relative_form": relative_form}
@@ -138,14 +238,26 @@ class TrainTgLanguageModel(Step):
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=weight_decay)
         schedule = get_cosine_schedule_with_warmup(optimizer, int(warmup * max_steps), max_steps)
         lengths = [len(s) for s in sequences]
-        history, epoch, batches, started = [], 0, [], time.perf_counter()
-        with torch_threads(num_threads):
+        # The batch order: `pending` holds what is left of pass `epoch` (drawn from (seed, epoch)).
+        state: Dict[str, Any] = {"step": 0, "epoch": 0, "pending": [], "history": [], "dev_history": [], "stopped_by": None,
+                                 "train_seconds": 0.0, "validation_seconds": 0.0, "resumed_from": []}
+        harness = TrainingHarness(self.work_dir / CHECKPOINT_NAME, device, "step", CRASH_AFTER_STEP_ENV)
+        saved = harness.resume(model, optimizer, schedule)
+        if saved is not None:
+            state = saved["state"]
+            state["resumed_from"].append(state["step"])
+            self.logger.info("%s: resuming from step %d (checkpoint %s)", kind, state["step"], harness.path)
+        losses: List[Tuple[int, torch.Tensor]] = []  # steps whose loss is still on the device
+        with torch_threads(num_threads), harness:
             model.train()
-            for step in range(1, max_steps + 1):
-                if not batches:
-                    batches = bucketed_batches(lengths, batch_size, torch.Generator().manual_seed(derived_seed(seed, "tg_lm_batches", epoch)))
-                    epoch += 1
-                input_ids = pad_batch([sequences[i] for i in batches.pop()]).to(device)
+            while state["step"] < budget and state["stopped_by"] is None:
+                step_start = time.perf_counter()
+                step = state["step"] + 1
+                if not state["pending"]:
+                    state["pending"] = bucketed_batches(lengths, batch_size, torch.Generator().manual_seed(
+                        derived_seed(seed, "tg_lm_batches", state["epoch"])))
+                    state["epoch"] += 1
+                input_ids = pad_batch([sequences[i] for i in state["pending"].pop()]).to(device)
                 torch.manual_seed(derived_seed(seed, "tg_lm_dropout", step))
                 loss = model(input_ids, next_action_labels(input_ids, layout["num_terminals"], layout["num_labels"])).loss
                 loss.backward()
@@ -153,17 +265,46 @@ class TrainTgLanguageModel(Step):
                 optimizer.step()
                 schedule.step()
                 optimizer.zero_grad(set_to_none=True)
-                if step % max(1, max_steps // 20) == 0 or step == max_steps:
-                    history.append({"step": step, "loss": loss.item()})
-                    self.logger.info("%s step %d/%d loss %.3f", kind, step, max_steps, loss.item())
-        seconds = time.perf_counter() - started
+                state["step"] = step
+                losses.append((step, loss.detach()))
+                logged = step % max(1, max_steps // 20) == 0 or step == max_steps
+                validating = validate_every is not None and (step % validate_every == 0 or step == budget)
+                checkpointing = step % checkpoint_every == 0 or step == budget or harness.stop_requested
+                if logged or validating or checkpointing or harness.crashes_after(step):
+                    # One device wait for the steps since the last read; a non-finite loss stops the
+                    # run here, before a checkpoint or a dev point could keep its weights.
+                    for number, value in zip([n for n, _ in losses], torch.stack([v for _, v in losses]).tolist()):
+                        check_finite_loss(value, f"step {number}", kind)
+                        if number == step and logged:
+                            state["history"].append({"step": step, "loss": value})
+                            self.logger.info("%s step %d/%d loss %.3f", kind, step, max_steps, value)
+                    losses = []
+                state["train_seconds"] += time.perf_counter() - step_start
+                if validating:
+                    validation_start = time.perf_counter()
+                    model.eval()
+                    point = split_perplexity(model, actions, "dev", max_validation_sequences)
+                    model.train()
+                    state["dev_history"].append({"step": step, "perplexity": point["perplexity"], "words": point["words"]})
+                    state["validation_seconds"] += time.perf_counter() - validation_start
+                    state["stopped_by"] = stop_reason(state["dev_history"], stop_at_perplexity, plateau_validations, plateau_tolerance)
+                    self.logger.info("%s step %d: dev per-word perplexity %.2f over %d words%s", kind, step, point["perplexity"],
+                                     point["words"], f"; stopping ({state['stopped_by']})" if state["stopped_by"] else "")
+                finished = step == budget or state["stopped_by"] is not None
+                if checkpointing or finished:
+                    harness.save(model, optimizer, schedule, state=state)
+                harness.boundary(step, budget, finished, self.logger)
+        stopped_by = state["stopped_by"] or ("budget_from" if budget < max_steps else "max_steps")
         out = self.work_dir / "lm"
         out.mkdir(parents=True, exist_ok=True)
         save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}, str(out / WEIGHTS))
         (out / CONFIG).write_text(json.dumps(settings, indent=2))
-        metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": epoch,
-                   "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max_steps,
-                   "parameters": sum(p.numel() for p in model.parameters()), "history": history, "device": str(device)}
+        seconds = state["train_seconds"]
+        metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": state["epoch"],
+                   "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max(state["step"], 1),
+                   "parameters": sum(p.numel() for p in model.parameters()), "history": state["history"], "device": str(device),
+                   "steps": state["step"], "stopped_by": stopped_by, "dev_history": state["dev_history"],
+                   "validation_seconds": state["validation_seconds"], "resumed_from": state["resumed_from"]}
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
         return out
 
@@ -188,19 +329,15 @@ class EvaluateTgLanguageModel(Step):
         """:param table, row, column, scale: the cell, as for `score_cell` (row: the model's kind,
             column: the language); the reporting graph reads them from the config.
         :param max_sentences: score only the split's first N sentences (smoke scale); None = all."""
-        rows = actions[split][:max_sentences]
         lm, training = load_cell_lm(model, row, "evaluate_tg_lm", device)
         kind, language = lm.config.tg_kind, column
         with torch_threads(num_threads):
-            totals = sentence_nll(lm, model_sequences({**actions, split: rows}, split, kind))
-        words = sum(sentence["words"] for sentence in rows)
-        nll = sum(totals)
-        perplexity = math.exp(nll / words)
-        self.logger.info("%s %s %s: per-word perplexity %.2f over %d words", language, kind, split, perplexity, words)
+            score = split_perplexity(lm, actions, split, max_sentences)
+        self.logger.info("%s %s %s: per-word perplexity %.2f over %d words", language, kind, split, score["perplexity"], score["words"])
         return {
             "table": table, "row": kind, "column": language, "scale": scale, "seed": training["seed"],
-            "task": "language_modelling", "metric": "perplexity", "test": perplexity, "dev": None,
-            "split": split, "nll_nats": nll, "words": words, "sentences": len(totals),
+            "task": "language_modelling", "metric": "perplexity", "test": score["perplexity"], "dev": None,
+            "split": split, "nll_nats": score["nll_nats"], "words": score["words"], "sentences": score["sentences"],
             "bound": "exact p(x)" if kind == "txl_terminals" else "upper bound: joint p(x, y) with one tree",
             "encoder": None, "train_seconds": training["seconds"], "device": str(next(lm.parameters()).device),
         }
