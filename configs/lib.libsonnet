@@ -334,8 +334,15 @@ local pronto_tables = {
   // (train/dev, scored on the corpus dev split) and the shared vocabulary; "english" uses the EWT
   // gold trees (train, scored on test) and a WordPiece vocabulary of their train split.
   // `training` overrides the scale's LM budget (e.g. { max_steps: 2000 }); `table` names the cells' table.
-  tg_experiment(language, scale, seeds=[42, 43, 44], training={}, table="tg")::
+  // Where the scale (or `budget`) gives a stop rule (train_tg_lm's stop_at_perplexity, plateau_validations),
+  // TXL (terminals) trains under it and TG and TXL (trees) of the same seed train the steps it took.
+  tg_experiment(language, scale, seeds=[42, 43, 44], training={}, table="tg", budget={})::
     local s = scales[scale];
+    local rule = std.get(s.tg, "budget", {}) + budget;
+    local budgeted(kind, seed) =
+      if rule == {} then {}
+      else if kind == "txl_terminals" then rule
+      else { budget_from: ref("lm_txl_terminals_s" + seed) };
     local gold = language == "english";
     local trees = if gold then {
       treebank_trees: { type: "load_treebank_trees", train: ud(language, "train"), dev: ud(language, "dev"), test: ud(language, "test") },
@@ -354,6 +361,7 @@ local pronto_tables = {
         },
       } + {
         ["lm_" + kind + "_s" + seed]: { type: "train_tg_lm", actions: ref("tg_actions"), kind: kind, seed: seed } + s.tg.training + training
+                                      + budgeted(kind, seed)
         for kind in kinds for seed in seeds
       } + {
         ["ppl_" + kind + "_s" + seed]: {

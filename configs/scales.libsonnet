@@ -88,6 +88,17 @@ local paper_ud = {
     // The cpu scale's corpus parser (the same cached step).
     parser_budget: $.cpu.parser_budget,
     max_length: 512,
+    // Transformer-Grammar LMs trained on a GPU as jobs that resume each other (`checkpoint_every`, not
+    // keyed): a dev point every 1,000 steps on 1,000 held-out sentences. `budget` is the stop rule of
+    // TXL (terminals), seed by seed; TG and TXL (trees) of the seed then train the steps it took
+    // (lib.tg_experiment), so the three kinds share one budget. The table's figures use the whole split.
+    tg: {
+      max_length: 256,
+      training: { max_steps: 50000, batch_size: 32, validate_every: 1000, max_validation_sequences: 1000, checkpoint_every: 1000 },
+      budget: { plateau_validations: 3 },
+      evaluation: {},
+      agreement: {},
+    },
     pretrain: {
       model: {},
       // 62,500 steps × 256 rows in one batch each, 10k warmup.

@@ -118,6 +118,31 @@ def test_paper_scale_related_files_pair_with_the_table_2_cells_of_their_language
     assert len(pretrainings) == 1 + 7 + 2  # µB-M; A5, A9, A13, C5, C9, C13 and H; the two G encoders (M-G, MS-G)
 
 
+def test_paper_scale_tg_files_give_the_three_kinds_the_budget_txl_terminals_found():
+    """experiments/paper/*_tg.jsonnet: each seed's TXL (terminals) trains under the stop rule (Wolof: dev
+    per-word perplexity 500, or a flat curve; English: a flat curve), with a dev curve and checkpoints
+    for short jobs; TG and TXL (trees) of that seed train the steps it took (budget_from), under the
+    same schedule. The cpu-scale TG files keep no rule (their keys are the recorded ones)."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    for language, target in (("wolof", 500), ("english", None)):
+        graph = StepGraph.from_params(Params.from_file(REPO / f"experiments/paper/{language}_tg.jsonnet").pop("steps"))
+        for seed in (42, 43, 44):
+            finder = graph[f"lm_txl_terminals_s{seed}"]
+            assert finder.kwargs["stop_at_perplexity"] == target and finder.kwargs["plateau_validations"] == 3
+            assert finder.kwargs["validate_every"] and finder.kwargs["checkpoint_every"]
+            for kind in ("tg", "txl_trees"):
+                budgeted = graph[f"lm_{kind}_s{seed}"]
+                assert budgeted.kwargs["budget_from"] is finder and budgeted.kwargs["max_steps"] == finder.kwargs["max_steps"]
+                assert budgeted.kwargs.get("stop_at_perplexity") is None and budgeted.kwargs.get("plateau_validations") is None
+    cpu = StepGraph.from_params(Params.from_file(REPO / "experiments/wolof_tg.jsonnet").pop("steps"))
+    rules = ("budget_from", "stop_at_perplexity", "plateau_validations", "validate_every")
+    assert all(cpu[name].kwargs[rule] is None for name in cpu if name.startswith("lm_") for rule in rules)
+
+
 def test_speed_levers_reach_only_the_paper_scale_pretraining_and_re_key_it(tmp_path):
     """The paper scale's `levers` (the one switch for bf16 / fused AdamW / torch.compile once
     the GPU benchmark has measured them) land in pretrain_microbert's arguments, change its ID and
