@@ -498,7 +498,9 @@ PARTIAL_LIMIT = 25 * 2**20  # this much (model, optimizer and scheduler state)
 def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), name: Optional[str] = None,
                   graphs: Optional[Sequence[FileGraph]] = None) -> Path:
     """Write a cached encoder (or a stopped pretraining's checkpoint) as a release under
-    ``root/<language>/<name>/`` (`steps.common.releases`) with its model card; returns the folder."""
+    ``root/<language>/<name>/`` (`steps.common.releases`) with its model card; returns the folder.
+    Any other finished step (a tokenizer, the pretraining rows, a corpus parse) goes out the same
+    way with a short card (`_step_release`): restored, it spares a machine the steps above it."""
     from steps.common.releases import entry_kind, write_release
 
     folder = resolve_entry(workspace_dir, key, stopped=True)
@@ -506,10 +508,10 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
     kind = entry_kind(folder)
     info = step_infos(workspace_dir).get(folder.name)
     config = (info.config or {}) if info else {}
-    if kind == "result":
+    if kind in ("result", "data"):
         [entry] = [e for e in list_entries(workspace_dir, graphs) if e.unique_id == folder.name] or [None]
         if entry is None or entry.kind != "encoder":
-            raise SystemExit(f"{folder.name} is not a cached encoder (pretrain_microbert / random_init_encoder)")
+            return _step_release(workspace_dir, folder, kind, config, graphs, root, name)
     else:
         [stopped] = [u for u in unfinished_entries(workspace_dir, graphs) if u.unique_id == folder.name] or [None]
         if stopped is None or stopped.step_class not in ENCODER_CLASSES:
@@ -536,6 +538,32 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
     limit = RELEASE_LIMIT if kind == "result" else PARTIAL_LIMIT
     if size > limit:
         print(f"warning: {out} holds {_size(size)}, over the {_size(limit)} a release of this kind is meant to take", file=sys.stderr)
+    return out
+
+
+def _step_release(workspace_dir: Path, folder: Path, kind: str, config: Dict[str, Any], graphs: Sequence[FileGraph],
+                  root: Path, name: Optional[str]) -> Path:
+    """A finished step that is not an encoder, released under ``root/<language>/<name>/`` (default
+    name: the step's name in the experiment files, e.g. ``pretraining_data``) with a card saying
+    what it is and which files use it."""
+    from steps.common.releases import write_release
+
+    step_class = _class_of(folder.name)
+    language = _language_upstream(folder.name, step_infos(workspace_dir)) or "unknown"
+    uses = sorted({(step, graph.path) for graph in graphs for step, (_, unique_id) in graph.steps.items() if unique_id == folder.name})
+    out = Path(root) / language / (name or (uses[0][0] if uses else step_class.lower()))
+    record = write_release(folder, out, {"step_class": step_class, "config": config, "language": language})
+    used_by = "".join(f"- `{step}` of `{path}`\n" for step, path in uses[:12]) + (f"- and {len(uses) - 12} more\n" if len(uses) > 12 else "")
+    (out / "README.md").write_text(
+        f"# Cached result: {step_class} ({language})\n\n"
+        f"The result of `{folder.name}`, as Tango cached it ({', '.join(sorted(record['files']))}). Restore it "
+        "(`python -m reporting.cache restore <this folder> --workspace WORKSPACE`) and `tango run` of a file that "
+        "uses it reads it instead of computing it, and skips what only it needed. Its unique ID hashes the data "
+        "files it was built from, so it is found only with the same data root.\n\n"
+        + (f"Used by:\n\n{used_by}\n" if used_by else "")
+        + f"Content sha256: `{record['sha256']}` (release.json).\n")
+    if folder_size(out) > RELEASE_LIMIT:
+        print(f"warning: {out} holds {_size(folder_size(out))}, over the {_size(RELEASE_LIMIT)} a release is meant to take", file=sys.stderr)
     return out
 
 
@@ -617,10 +645,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                           "running or stopped, how far")
     unfinished.add_argument("--json", action="store_true", help="one JSON object: {unfinished: [...]}")
     release = commands.add_parser("release", parents=[common],
-                                  help="write a cached encoder (or a stopped pretraining) to releases/<language>/<name>/ with hashes and a model card")
-    release.add_argument("entry", help="unique id (or an unambiguous prefix) of a pretrain_microbert / random_init_encoder entry")
+                                  help="write a cached encoder, a stopped pretraining or another finished step's result "
+                                       "to releases/<language>/<name>/ with hashes and a card")
+    release.add_argument("entry", help="unique id (or an unambiguous prefix) of a cache entry")
     release.add_argument("--root", type=Path, default=Path("releases"), help="where releases go (default: ./releases)")
-    release.add_argument("--name", help="the release folder's name (default: <condition>-<scale>-s<seed>)")
+    release.add_argument("--name", help="the release folder's name (default: <condition>-<scale>-s<seed> for an encoder, "
+                                        "else the step's name in the experiment files)")
     restore = commands.add_parser("restore", parents=[common], help="put releases back as their steps' cache entries (checked first)")
     restore.add_argument("releases", nargs="+", type=Path, help="release folders (releases/<language>/<name>)")
     prune = commands.add_parser("prune", parents=[common], help="remove the cache entries no experiment file refers to (dry run unless --yes)")

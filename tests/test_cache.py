@@ -7,6 +7,7 @@ removes the entries only the dropped file built — never one a kept file still 
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import re
 import subprocess
@@ -342,6 +343,48 @@ def test_a_release_restored_on_a_fresh_workspace_goes_straight_to_fine_tuning(sm
     assert completed.returncode == 0, completed.stderr[-3000:]
     computed = {folder.name.split("-")[0] for folder in (side_by_side / "cache").iterdir() if (folder / "cache-metadata.json").exists()}
     assert computed == {"PretrainMicrobert", "FinetunePronto", "ScoreCell", "AggregateCell"}, computed
+
+
+def test_data_steps_released_and_restored_spare_a_fresh_machine_everything_above_pretraining(small_cache, tmp_path, capsys):
+    """Steps that are not encoders go out too: the tokenizer (a result folder) and the pretraining rows
+    (Tango's data.dill.gz, a "data" release). Restored on a fresh workspace, `tango run` pretrains from
+    them: the texts step below them is not computed, and the pretraining ends on the same weights."""
+    workspace, graphs = small_cache
+    experiment, graph = graphs["kept"]
+    released = {}
+    for step_name in ("tokenizer", "pretraining_data"):
+        capsys.readouterr()
+        assert cache.main(["release", graph[step_name].unique_id, "--workspace", str(workspace.dir), "--root", str(tmp_path / "releases"),
+                           "--experiments", str(experiment)]) == 0
+        released[step_name] = Path(capsys.readouterr().out.strip())
+    assert released["pretraining_data"] == tmp_path / "releases" / "unknown" / "pretraining_data"  # named after the step
+    data_record = json.loads((released["pretraining_data"] / "release.json").read_text())
+    assert data_record["kind"] == "data" and set(data_record["files"]) == {"data.dill.gz", "step.json"}
+    assert json.loads((released["tokenizer"] / "release.json").read_text())["kind"] == "result"
+    assert "`pretraining_data` of" in (released["pretraining_data"] / "README.md").read_text()
+    fresh = tmp_path / "fresh"
+    assert cache.main(["restore", *map(str, released.values()), "--workspace", str(fresh)]) == 0
+    restored = fresh / "cache" / graph["pretraining_data"].unique_id / "data.dill.gz"
+    assert restored.read_bytes() == (workspace.step_dir(graph["pretraining_data"]) / "data.dill.gz").read_bytes()
+    completed = _tango_run(experiment, fresh)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    computed = {folder.name.split("-")[0] for folder in (fresh / "cache").iterdir() if (folder / "cache-metadata.json").exists()}
+    assert computed == {"TrainTokenizer", "BuildMlmPretrainingData", "PretrainMicrobert", "FinetunePronto", "ScoreCell",
+                        "AggregateCell"}, computed  # the two restored, then what is above them; not the texts step
+    weights = "result/encoder/model.safetensors"
+    assert (fresh / "cache" / graph["pretrained_model"].unique_id / weights).read_bytes() == \
+        (workspace.step_dir(graph["pretrained_model"]) / weights).read_bytes()
+    # A flipped byte in the pickled rows is refused before anything is written.
+    flipped = tmp_path / "flipped"
+    shutil.copytree(released["pretraining_data"], flipped)
+    blob = bytearray((flipped / "data.dill.gz").read_bytes())
+    blob[len(blob) // 2] ^= 1
+    (flipped / "data.dill.gz").write_bytes(bytes(blob))
+    capsys.readouterr()
+    assert cache.main(["restore", str(flipped), "--workspace", str(tmp_path / "other")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and f"{flipped / 'data.dill.gz'}: sha256 " in error, error
+    assert not (tmp_path / "other" / "cache" / graph["pretraining_data"].unique_id).exists()
 
 
 def _released(small_cache, root: Path) -> Path:

@@ -1,8 +1,10 @@
 """Cache entries as folders that outlive the machine that computed them, checked before use.
 
-A *release* is one cache entry written out as plain files: a finished step's result (a pretrained
-encoder: safetensors weights, tokenizer, config, metrics.json) or a stopped step's checkpoint (its
-``work`` folder, to resume from), with
+A *release* is one cache entry written out as plain files: a finished step's result folder (a
+pretrained encoder: safetensors weights, tokenizer, config, metrics.json; a tokenizer), a finished
+step's result file (``data``: e.g. the pretraining rows Tango keeps as ``data.dill.gz``, so a machine
+can go straight to pretraining), or a stopped step's checkpoint (its ``work`` folder, to resume
+from), with
 
 * ``step.json``: the step's unique ID, class, config and Tango's cache metadata for it;
 * ``release.json``: the sha256 of every file above and one digest over them all.
@@ -31,7 +33,9 @@ STEP_FILE = "step.json"
 CARD_FILE = "README.md"
 METADATA_FILE = "cache-metadata.json"  # Tango writes it last: an entry without it is unfinished
 RESULT_MANIFEST = "result-files.json"  # steps.common.formats.MANIFEST_NAME
-KINDS = ("result", "checkpoint")  # a finished step's result folder, or a stopped step's work folder
+# A finished step's result folder, a finished step's result file(s) at the entry's top, or a stopped step's work folder.
+KINDS = ("result", "data", "checkpoint")
+NOT_PAYLOAD = {METADATA_FILE, "lock"}  # what a "data" entry holds besides its result
 
 
 class ReleaseRefused(ValueError):
@@ -49,9 +53,11 @@ def digest_of(files: Dict[str, str]) -> str:
 
 
 def entry_kind(entry_dir: Path) -> str:
-    """"result" for a finished cache entry, "checkpoint" for a stopped one (a work folder, no metadata)."""
+    """"result" for a finished cache entry whose result is a folder, "data" for one whose result is
+    a file at the entry's top (Tango's `DillFormat`), "checkpoint" for a stopped one (a work folder,
+    no metadata)."""
     if (entry_dir / METADATA_FILE).is_file():
-        return "result"
+        return "result" if (entry_dir / "result").is_dir() else "data"
     if (entry_dir / "work").is_dir():
         return "checkpoint"
     raise ReleaseRefused(f"{entry_dir}: neither a finished cache entry ({METADATA_FILE}) nor a stopped one (work/)")
@@ -62,16 +68,21 @@ def write_release(entry_dir: Path, out: Path, step: Dict[str, Any], card: Option
 
     ``step``: what step.json records beside the unique ID (class, config, labels). A finished
     entry's files are its ``result`` folder's, at the top of ``out`` (an encoder loads from
-    ``out/encoder``); a stopped one's are its ``work`` folder's, under ``out/work``. Returns the
-    release record (release.json's content)."""
+    ``out/encoder``), or its result files themselves (``data``); a stopped one's are its ``work``
+    folder's, under ``out/work``. Returns the release record (release.json's content)."""
     entry_dir, out = Path(entry_dir), Path(out)
     kind = entry_kind(entry_dir)
-    if kind == "result" and not (entry_dir / "result").is_dir():
-        raise ReleaseRefused(f"{entry_dir}: its result is not a folder (only folder results, such as encoders, are released)")
+    payload = [p for p in entry_dir.iterdir() if p.is_file() and p.name not in NOT_PAYLOAD] if kind == "data" else []
+    if kind == "data" and not payload:
+        raise ReleaseRefused(f"{entry_dir}: a finished entry with neither a result folder nor a result file")
     staging = Path(tempfile.mkdtemp(prefix=".release-", dir=out.parent if out.parent.exists() else None))
     try:
         if kind == "result":
             shutil.copytree(entry_dir / "result", staging, dirs_exist_ok=True)
+        elif kind == "data":
+            for file in payload:
+                shutil.copy2(file, staging / file.name)
+        if kind in ("result", "data"):
             metadata = json.loads((entry_dir / METADATA_FILE).read_text())
         else:
             shutil.copytree(entry_dir / "work", staging / "work", dirs_exist_ok=True)
@@ -152,7 +163,7 @@ def restore_release(folder: Path, workspace_dir: Path) -> Path:
     record = verify_release(folder, registered_versions())
     cache = Path(workspace_dir) / "cache"
     target = cache / record["unique_id"]
-    if record["kind"] == "result" and (target / METADATA_FILE).is_file():
+    if record["kind"] != "checkpoint" and (target / METADATA_FILE).is_file():
         return target
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{record['unique_id']}-", dir=cache))
@@ -160,7 +171,7 @@ def restore_release(folder: Path, workspace_dir: Path) -> Path:
         step = json.loads((folder / STEP_FILE).read_text())
         payload = [name for name in record["files"] if name != STEP_FILE]
         for name in payload:
-            destination = staging / ("" if record["kind"] == "checkpoint" else "result") / name
+            destination = staging / ("result" if record["kind"] == "result" else "") / name
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(folder / name, destination)
         if record["kind"] == "result":
@@ -168,6 +179,7 @@ def restore_release(folder: Path, workspace_dir: Path) -> Path:
             result.mkdir(exist_ok=True)
             sizes = {name: (result / name).stat().st_size for name in sorted(payload)}
             (staging / RESULT_MANIFEST).write_text(json.dumps(sizes, sort_keys=True))
+        if record["kind"] != "checkpoint":
             (staging / METADATA_FILE).write_text(json.dumps(step["cache_metadata"], indent=4))
         if target.exists():
             shutil.rmtree(target)
