@@ -6,7 +6,9 @@ What the steps keep in ``metrics.json`` ``history`` and is drawn here:
 * ``pretrain_microbert``: every validation's ``step`` and ``dev_mlm_loss`` → dev MLM loss by step;
 * ``finetune_ud_parser``: every epoch's ``las`` on dev (epoch 0 = untrained head) → dev LAS by epoch;
 * ``finetune_ner``: every epoch's ``dev_f1`` → dev span F1 by epoch;
-* ``finetune_pronto``: every epoch's ``dev_accuracy`` (when dev is held out) → dev accuracy by epoch.
+* ``finetune_pronto``: every epoch's ``dev_accuracy`` (when dev is held out) → dev accuracy by epoch;
+* ``train_tg_lm``: its ``dev_history`` (with ``validate_every``) → dev per-word perplexity by step, a
+  line per LM kind and seed, on a log scale (`tg_curve_series`).
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from reporting.cache import Entry
+from reporting.cache import Entry, _class_of, cache_dirs, graph_labels
+from reporting.graphs import FileGraph
 
 # curve name → (entry kind, task prefix or None, x field, y field, y label)
 CURVES = {
@@ -23,7 +26,11 @@ CURVES = {
     "ud_dev_las": ("cell", "ud_parsing", "epoch", "las", "dev LAS"),
     "ner_dev_f1": ("cell", "ner", "epoch", "dev_f1", "dev span F1"),
     "pronto_dev_accuracy": ("cell", "pronto:", "epoch", "dev_accuracy", "dev accuracy"),
+    "tg_dev_perplexity": ("tg", None, "step", "perplexity", "dev per-word perplexity"),
 }
+LOG_SCALE = {"tg_dev_perplexity"}  # perplexities fall by orders of magnitude early on
+
+Series = Dict[Tuple[str, str, str], Dict[str, List[Tuple[float, float]]]]
 
 
 def _history(entry: Entry) -> List[dict]:
@@ -32,10 +39,10 @@ def _history(entry: Entry) -> List[dict]:
     return json.loads(path.read_text()).get("history") or [] if path.exists() else []
 
 
-def curve_series(entries: Sequence[Entry]) -> Dict[Tuple[str, str, str], Dict[str, List[Tuple[float, float]]]]:
+def curve_series(entries: Sequence[Entry]) -> Series:
     """{(scale, language, curve name): {line label: [(x, y), …]}} of every entry with a history.
     PrOnto's five tasks share one figure, a line per task and condition."""
-    series: Dict[Tuple[str, str, str], Dict[str, List[Tuple[float, float]]]] = defaultdict(dict)
+    series: Series = defaultdict(dict)
     for entry in entries:
         for name, (kind, task, x_field, y_field, _) in CURVES.items():
             if entry.kind != kind or (task is not None and not str(entry.task or "").startswith(task)):
@@ -51,6 +58,25 @@ def curve_series(entries: Sequence[Entry]) -> Dict[Tuple[str, str, str], Dict[st
             if label in lines:  # same condition and seed from another config: tell them apart by cache entry
                 label = f"{label} ({entry.unique_id[-6:]})"
             lines[label] = points
+    return series
+
+
+def tg_curve_series(workspace_dir: Path, graphs: Sequence[FileGraph]) -> Series:
+    """{(scale, language, "tg_dev_perplexity"): {"<kind> s<seed>": [(step, perplexity), …]}} of every
+    cached Transformer-Grammar LM trained with a dev curve; language and scale are those of the
+    experiment file's cells."""
+    labels = graph_labels(graphs)
+    series: Series = defaultdict(dict)
+    for unique_id, folder in cache_dirs(workspace_dir).items():
+        path = folder / "result" / "metrics.json"
+        if _class_of(unique_id) != "TrainTgLanguageModel" or not path.exists():
+            continue
+        metrics = json.loads(path.read_text())
+        points = [(point["step"], point["perplexity"]) for point in metrics.get("dev_history") or []]
+        if points:
+            label = labels.get(unique_id, {})
+            lines = series[(label.get("scale") or "unknown", label.get("language") or "unknown", "tg_dev_perplexity")]
+            lines[f"{metrics.get('kind', '?')} s{metrics.get('seed')}"] = points
     return series
 
 
@@ -79,7 +105,11 @@ def draw_curves(entries: Sequence[Entry], out_dir: Path, keep_recorded: bool = F
     of record. A figure is redrawn from its sidecar's lines plus this cache's (the cache's win where
     both have a label); a committed figure without a sidecar (drawn before sidecars existed) cannot
     be merged, so it is left as it is and not returned: delete it to have the cache redraw it."""
-    series = curve_series(entries)
+    return draw_series(curve_series(entries), out_dir, keep_recorded)
+
+
+def draw_series(series: Series, out_dir: Path, keep_recorded: bool = False) -> List[Path]:
+    """`draw_curves` of series already gathered (`curve_series`, `tg_curve_series`)."""
     if not series:
         return []
     import matplotlib
@@ -98,6 +128,8 @@ def draw_curves(entries: Sequence[Entry], out_dir: Path, keep_recorded: bool = F
         figure, axis = plt.subplots(figsize=(5.5, 3.4))
         for label, points in sorted(lines.items()):
             axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=2.5, linewidth=1, label=label)
+        if name in LOG_SCALE:
+            axis.set_yscale("log")
         axis.set_xlabel(x_field)
         axis.set_ylabel(y_label)
         axis.set_title(f"{y_label} by {x_field} — {language}, {scale} scale", fontsize=9)
@@ -120,4 +152,4 @@ def curves_markdown(written: Sequence[Path], relative_to: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CURVES", "curve_series", "curves_markdown", "draw_curves"]
+__all__ = ["CURVES", "curve_series", "curves_markdown", "draw_curves", "draw_series", "tg_curve_series"]

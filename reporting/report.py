@@ -644,14 +644,16 @@ def timing_section() -> str:
 
 def curves_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path], report_dir: Path,
                    keep_recorded: bool = False) -> str:
-    """Dev loss / LAS / F1 / accuracy by step or epoch per condition, as PNGs in ``curves_dir``
+    """Dev loss / LAS / F1 / accuracy by step or epoch per condition, and the TG LMs' dev perplexity, as PNGs in ``curves_dir``
     (``keep_recorded``: merged with the committed figures' lines, `draw_curves`)."""
     if curves_dir is None:
         return "_not drawn_\n"
     from reporting.cache import list_entries
-    from reporting.curves import curves_markdown, draw_curves
+    from reporting.curves import curves_markdown, draw_curves, draw_series, tg_curve_series
 
-    return curves_markdown(draw_curves(list_entries(workspace_dir, graphs), curves_dir, keep_recorded), report_dir)
+    written = draw_curves(list_entries(workspace_dir, graphs), curves_dir, keep_recorded)
+    written += draw_series(tg_curve_series(workspace_dir, graphs), curves_dir, keep_recorded)
+    return curves_markdown(written, report_dir)
 
 
 QUESTION_TABLES = (("table2", "UD LAS"), ("table3", "NER F1"))

@@ -202,3 +202,29 @@ def test_a_stopped_run_is_listed_unfinished_with_its_dev_curve_until_it_resumes(
     assert "step 4/9" in cache.format_unfinished([entry]) and "best dev perplexity" in cache.format_unfinished([entry])
     assert metrics(TrainTgLanguageModel(**settings).result(workspace))["resumed_from"] == [4]
     assert cache.unfinished_entries(workspace.dir) == []
+
+
+def test_the_report_draws_each_cached_lms_dev_curve_a_line_per_kind_and_seed(actions, tmp_path):
+    """reporting.curves.tg_curve_series: a cached LM with a dev curve becomes a line "<kind> s<seed>" of
+    its file's (scale, language) figure, drawn on a log scale with the lines in its sidecar; one
+    without a curve (no validate_every) draws nothing."""
+    from reporting.curves import draw_series, tg_curve_series
+    from reporting.graphs import FileGraph
+    from steps.common.releases import METADATA_FILE
+
+    cache, steps = tmp_path / "ws" / "cache", {}
+    for name, kind, seed, settings in (("curved", "tg", 42, {"validate_every": 4}), ("flat", "txl_terminals", 43, {})):
+        entry = cache / f"TrainTgLanguageModel-002-{name}"
+        result = train(actions, entry / "work", kind=kind, seed=seed, **settings)
+        (entry / "result").mkdir()
+        for file in result.iterdir():
+            (entry / "result" / file.name).write_bytes(file.read_bytes())
+        (entry / METADATA_FILE).write_text("{}")
+        steps[f"lm_{kind}_s{seed}"] = ["TrainTgLanguageModel", entry.name]
+    graph = FileGraph("experiments/smoke/wolof_tg.jsonnet", steps, [{"table": "tg", "scale": "smoke", "row": "tg", "column": "wolof"}])
+    series = tg_curve_series(tmp_path / "ws", [graph])
+    expected = [(point["step"], point["perplexity"]) for point in metrics(cache / "TrainTgLanguageModel-002-curved" / "result")["dev_history"]]
+    assert dict(series) == {("smoke", "wolof", "tg_dev_perplexity"): {"tg s42": expected}} and [s for s, _ in expected] == [4, 8, 9]
+    [figure] = draw_series(series, tmp_path / "curves")
+    assert figure == tmp_path / "curves" / "smoke" / "wolof_tg_dev_perplexity.png" and figure.stat().st_size > 0
+    assert json.loads(figure.with_suffix(".json").read_text())["lines"] == {"tg s42": [list(p) for p in expected]}
