@@ -534,11 +534,15 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
                 "(`python -m reporting.cache restore <this folder> --workspace WORKSPACE`) and `tango run` the file that "
                 f"builds it goes on from that step.\n\nContent sha256: `{record['sha256']}` (release.json).\n")
     (out / "README.md").write_text(card)
+    warn_if_over(out, RELEASE_LIMIT if kind == "result" else PARTIAL_LIMIT)
+    return out
+
+
+def warn_if_over(out: Path, limit: int) -> None:
+    """A release folder larger than its kind is meant to take: a warning, not a refusal."""
     size = folder_size(out)
-    limit = RELEASE_LIMIT if kind == "result" else PARTIAL_LIMIT
     if size > limit:
         print(f"warning: {out} holds {_size(size)}, over the {_size(limit)} a release of this kind is meant to take", file=sys.stderr)
-    return out
 
 
 def _step_release(workspace_dir: Path, folder: Path, kind: str, config: Dict[str, Any], graphs: Sequence[FileGraph],
@@ -562,8 +566,7 @@ def _step_release(workspace_dir: Path, folder: Path, kind: str, config: Dict[str
         "files it was built from, so it is found only with the same data root.\n\n"
         + (f"Used by:\n\n{used_by}\n" if used_by else "")
         + f"Content sha256: `{record['sha256']}` (release.json).\n")
-    if folder_size(out) > RELEASE_LIMIT:
-        print(f"warning: {out} holds {_size(folder_size(out))}, over the {_size(RELEASE_LIMIT)} a release is meant to take", file=sys.stderr)
+    warn_if_over(out, RELEASE_LIMIT)
     return out
 
 

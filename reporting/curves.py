@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from reporting.cache import Entry, _class_of, cache_dirs, graph_labels
+from reporting.cache import Entry, _class_of, _read_metrics, cache_dirs, graph_labels
 from reporting.graphs import FileGraph
 
 # curve name → (entry kind, task prefix or None, x field, y field, y label)
@@ -68,10 +68,9 @@ def tg_curve_series(workspace_dir: Path, graphs: Sequence[FileGraph]) -> Series:
     labels = graph_labels(graphs)
     series: Series = defaultdict(dict)
     for unique_id, folder in cache_dirs(workspace_dir).items():
-        path = folder / "result" / "metrics.json"
-        if _class_of(unique_id) != "TrainTgLanguageModel" or not path.exists():
+        if _class_of(unique_id) != "TrainTgLanguageModel":
             continue
-        metrics = json.loads(path.read_text())
+        metrics = _read_metrics(folder / "result")
         points = [(point["step"], point["perplexity"]) for point in metrics.get("dev_history") or []]
         if points:
             label = labels.get(unique_id, {})
