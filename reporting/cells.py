@@ -86,7 +86,7 @@ def checked_aggregate(result: Optional[dict], entry: Path) -> Optional[dict]:
 
 
 CSV_FIELDS = ["table", "scale", "row", "column", "ours_mean", "ours_sd", "seeds", "paper", "test_values", "source",
-              "delta_vs_m", "delta_ci95", "delta_seeds", "delta_note", "dev_values"]
+              "delta", "delta_from", "delta_ci95", "delta_seeds", "delta_note", "dev_values"]
 
 
 def dev_values_text(result: Optional[Dict]) -> str:
@@ -96,9 +96,9 @@ def dev_values_text(result: Optional[Dict]) -> str:
 
 
 def csv_line(table: str, scale: str, row: str, column: str, cell: Optional[Cell], mean: Optional[float] = None,
-             paper: Optional[float] = None, delta: Optional[Difference] = None) -> list:
+             paper: Optional[float] = None, delta: Optional[Difference] = None, delta_from: str = "M") -> list:
     """One cell as a CSV_FIELDS row, the form `record_cells` reads back (``mean``: the shown mean, e.g.
-    an avg column's; default the cell's own)."""
+    an avg column's; default the cell's own; ``delta``: the paired difference from row ``delta_from``)."""
     result = cell.result if cell else None
     if mean is None and result:
         mean = result["test"]["mean"]
@@ -107,7 +107,7 @@ def csv_line(table: str, scale: str, row: str, column: str, cell: Optional[Cell]
             " ".join(map(str, result["seeds"])) if result else "", "" if paper is None else paper,
             " ".join(f"{v:.4f}" for v in result["test"].get("values") or []) if result else "",
             ("record" if cell.recorded else "cache") if result else ("damaged" if cell and cell.damaged else ""),
-            number(delta.mean if delta else None), number(delta.half_width if delta else None),
+            number(delta.mean if delta else None), delta_from if delta else "", number(delta.half_width if delta else None),
             delta.n if delta and delta.mean is not None else "", delta.note if delta else "",
             dev_values_text(result)]
 

@@ -62,8 +62,12 @@ TABLE_TITLES = {
 # The TG table is not in the main paper (configs/paper_tables.json): its rows, columns and the TG
 # paper's finding live here.  Its paper values are on the PTB / BLLIP, so the "paper" column stays empty.
 # "lower_is_better": rank the rows lowest first, as for a perplexity (the line under the table reads "<").
-TG_TABLE = {"columns": ["wolof", "english"], "rows": ["txl_terminals", "txl_trees", "tg"], "lower_is_better": True}
-TG_AGREEMENT_TABLE = {"columns": ["english"], "rows": TG_TABLE["rows"], "lower_is_better": False}
+# "baseline" / "contrasts": the paired differences under the table, contrast − baseline by seed.  TG against
+# TXL (trees) is the TG paper's comparison (same trees, same budget; composition is the one change);
+# TXL (terminals) scores p(x), not a bound on p(x, y), so it is not set against either.
+TG_TABLE = {"columns": ["wolof", "english"], "rows": ["txl_terminals", "txl_trees", "tg"], "lower_is_better": True,
+            "baseline": "txl_trees", "contrasts": ["tg"]}
+TG_AGREEMENT_TABLE = {**TG_TABLE, "columns": ["english"], "lower_is_better": False}
 TG_ROW_TITLES = {"tg": "TG", "txl_trees": "TXL (trees)", "txl_terminals": "TXL (terminals)"}
 TG_FINDING = (
     "\nTG and TXL (trees) score the joint p(x, y) with one tree (the corpus parser's for Wolof, gold for "
@@ -104,6 +108,13 @@ TABLE_FOLDERS = ("experiments",)
 # Grids beside the paper tables, with tables of their own: the Wolof gap decomposition
 # (reporting.decomposition) and the long-pretraining cells (reporting.report "Seed noise").
 NOT_TABLE_FOLDERS = ("experiments/decomposition", "experiments/long_pretraining")
+
+
+def difference_baseline(table: str) -> Tuple[str, Optional[List[str]]]:
+    """(the row every difference in ``table`` is taken from, the rows that get one; None: every other
+    row): µB-M in the paper's tables, a local table's own "baseline" / "contrasts"."""
+    spec = LOCAL_TABLES.get(table, {})
+    return spec.get("baseline", "M"), spec.get("contrasts")
 
 
 def table_files() -> List[Path]:
@@ -155,6 +166,7 @@ def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict, reco
     languages += extra_columns
     columns = languages + (["avg"] if "avg" in columns else [])
     rows = list(paper_rows) + sorted({row for (row, _) in list(ours) + list(recorded or {})} - set(paper_rows))
+    baseline_row, contrasts = difference_baseline(table)
     table_rows = []
     for row in rows:
         entries = []
@@ -167,9 +179,10 @@ def build_table(table: str, scale: str, cells: Sequence[Cell], paper: dict, reco
                 entries.append(Entry(format_mean_sd(mean, None, 1), mean, published,
                                      None if recorded is None else format_mean_sd(record_mean, None, 1)))
                 continue
-            cell, baseline = ours.get((row, column)), ours.get(("M", column))
+            cell, baseline = ours.get((row, column)), ours.get((baseline_row, column))
             delta = variant_delta = None
-            if row != "M" and cell and cell.result and baseline and baseline.result:
+            compared = row != baseline_row and (contrasts is None or row in contrasts)
+            if compared and cell and cell.result and baseline and baseline.result:
                 delta = paired_difference(cell.result, baseline.result)
             base = ours.get((row, variant_of(column)[0])) if column in extra_columns else None
             if cell and cell.result and base and base.result:
@@ -223,7 +236,7 @@ def unmarked(text: str) -> str:
     return text.replace(" †", "").replace("†", "")
 
 
-def to_markdown(title: str, columns, table_rows) -> str:
+def to_markdown(title: str, columns, table_rows, baseline: str = "µB-M") -> str:
     with_record = any(entry.record is not None for _, entries in table_rows for entry in entries)
     per_column = ["ours", "docs", "paper"] if with_record else ["ours", "paper"]
     # The avg column is computed from the others: its provenance is theirs.
@@ -247,7 +260,7 @@ def to_markdown(title: str, columns, table_rows) -> str:
     if provenance_line:
         notes.append(provenance_line)
     text = "\n".join(lines) + "\n" + ("\n" + " ".join(notes) + "\n" if notes else "")
-    return text + delta_markdown(columns, table_rows) + variant_markdown(columns, table_rows)
+    return text + delta_markdown(columns, table_rows, baseline) + variant_markdown(columns, table_rows)
 
 
 def ranking_markdown(table: str, columns, table_rows) -> str:
@@ -268,7 +281,9 @@ def ranking_markdown(table: str, columns, table_rows) -> str:
 def table_markdown(table: str, title: str, columns, table_rows) -> str:
     """One table as the tables' .md files and RESULTS.md show it: the table, its ranking (local
     tables only) and its finding, if any."""
-    return to_markdown(title, columns, table_rows) + ranking_markdown(table, columns, table_rows) + TABLE_FINDINGS.get(table, "")
+    baseline = _row_title(difference_baseline(table)[0])
+    return (to_markdown(title, columns, table_rows, baseline) + ranking_markdown(table, columns, table_rows)
+            + TABLE_FINDINGS.get(table, ""))
 
 
 def variant_markdown(columns, table_rows) -> str:
@@ -303,13 +318,14 @@ def _note_mark(column: str) -> str:
     return "‡" if _table_note(column) else ""
 
 
-def delta_markdown(columns, table_rows) -> str:
-    """Each condition − µB-M, mean ± 95 % t-interval over seeds, paired by seed ("" if none)."""
+def delta_markdown(columns, table_rows, baseline: str = "µB-M") -> str:
+    """Each condition − the table's baseline row (µB-M), mean ± 95 % t-interval over seeds, paired by
+    seed ("" if none)."""
     languages = [c for c in columns if c != "avg"]
     shown = [(row, entries[: len(languages)]) for row, entries in table_rows if any(e.delta for e in entries)]
     if not shown:
         return ""
-    lines = ["", "Difference from µB-M (Δ ± 95% CI: the mean over the shared seeds ± the t-interval), paired by seed:", "",
+    lines = ["", f"Difference from {baseline} (Δ ± 95% CI: the mean over the shared seeds ± the t-interval), paired by seed:", "",
              f"| model ({CI_LABEL}) | " + " | ".join(short_title(c) for c in languages) + " |", "|---|" + "---|" * len(languages)]
     for row, entries in shown:
         lines.append(f"| {_row_title(row)} | " + " | ".join(e.delta.text() if e.delta else "—" for e in entries) + " |")
@@ -338,16 +354,17 @@ def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -
     writer.writerow(CSV_FIELDS)
     for row, entries in table_rows:
         for column, entry in zip(columns, entries):
-            writer.writerow(csv_line(table, scale, row, column, by_key.get((row, column)), entry.mean, entry.paper, entry.delta))
+            writer.writerow(csv_line(table, scale, row, column, by_key.get((row, column)), entry.mean, entry.paper, entry.delta,
+                                     difference_baseline(table)[0]))
     return out.getvalue()
 
 
-def delta_plot(path: Path, title: str, columns, table_rows) -> bool:
-    """Bars of (condition − µB-M) per language with their 95 % paired intervals; a hatched bar has
+def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M") -> bool:
+    """Bars of (condition − the baseline row, µB-M) per language with their 95 % paired intervals; a hatched bar has
     no interval (one seed). False if nothing to plot."""
     languages = [c for c in columns if c != "avg"]
     series = {row: entries[: len(languages)] for row, entries in table_rows
-              if row != "M" and any(e.delta and e.delta.mean is not None for e in entries[: len(languages)])}
+              if row != baseline and any(e.delta and e.delta.mean is not None for e in entries[: len(languages)])}
     if not series:
         return False
     import matplotlib
@@ -367,7 +384,7 @@ def delta_plot(path: Path, title: str, columns, table_rows) -> bool:
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(languages))])
     axis.set_xticklabels([short_title(c) for c in languages])
-    axis.set_ylabel("Δ vs µB-M (95 % CI, paired)")
+    axis.set_ylabel(f"Δ vs {_row_title(baseline)} (95 % CI, paired)")
     axis.set_title(title + "\nhatched: one seed, no interval", fontsize=8)
     axis.legend(fontsize=7, ncol=2)
     figure.tight_layout()
@@ -398,7 +415,7 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
                 target.write_text(text, encoding="utf-8")
                 files.append(target)
             png = directory / f"{stem}_delta.png"
-            if delta_plot(png, full_title, columns, table_rows):
+            if delta_plot(png, full_title, columns, table_rows, difference_baseline(table)[0]):
                 files.append(png)
             elif png.exists():
                 png.unlink()  # a plot from an older cache state would now be wrong

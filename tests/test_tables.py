@@ -79,7 +79,7 @@ def test_tables_from_partly_filled_cache(tmp_path):
     assert float(m_wolof["ours_mean"]) == pytest.approx(aggregate["test"]["mean"])
     assert m_wolof["seeds"] == "1 2" and m_wolof["paper"] == "77.71" and m_wolof["test_values"] == "70.0000 72.0000"
     random_wolof = next(r for r in rows if r["row"] == "random-init" and r["column"] == "wolof")
-    assert (random_wolof["delta_vs_m"], random_wolof["delta_ci95"], random_wolof["delta_seeds"]) == ("-9.5000", "6.3531", "2")
+    assert (random_wolof["delta"], random_wolof["delta_from"], random_wolof["delta_ci95"], random_wolof["delta_seeds"]) == ("-9.5000", "M", "6.3531", "2")
     assert "\\begin{tabular}" in (out / "cpu" / "table2.tex").read_text()
     assert (out / "cpu" / "table2_delta.png") in written["cpu"]  # random-init − M is plottable
     assert (out / "cpu" / "table3.md").exists()  # empty tables are still written, all "—"
@@ -172,7 +172,8 @@ def test_agreement_table_shows_its_cells_beside_the_tg_papers_finding(tmp_path):
     cells = [cell("tg", [60.0, 62.0, 64.0]), cell("txl_trees", [58.0, 58.0, 61.0]), Cell("tg_agreement", "cpu", "txl_terminals", "english")]
     tables.write_tables(cells, tmp_path, scales=["cpu"])
     markdown = (tmp_path / "cpu" / "tg_agreement.md").read_text()
-    rows = {line.split("|")[1].strip(): line for line in markdown.splitlines() if line.startswith("| ")}
+    table = markdown.split("Difference from")[0]
+    rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")}
     assert "62.00 ± 2.00" in rows["TG"] and "59.00 ± 1.73" in rows["TXL (trees)"] and "—" in rows["TXL (terminals)"]
     assert "Wolof" not in markdown and "TG 82.5 ± 1.6 > TXL (trees) 80.2 ± 1.6" in markdown
     assert "Here, best first: English TG 62.00 > TXL (trees) 59.00." in markdown  # accuracy: higher first
@@ -189,6 +190,31 @@ def test_agreement_table_shows_its_cells_beside_the_tg_papers_finding(tmp_path):
     tg_summary = tables.markdown_summary(cells + [paper_cell], tables=sorted(tables.LOCAL_TABLES))
     assert "Table 2" in paper_summary and "Transformer Grammars" not in paper_summary
     assert "Table 2" not in tg_summary and "62.00 ± 2.00" in tg_summary and "TG 82.5 ± 1.6" in tg_summary
+
+
+def test_tg_tables_set_tg_against_txl_trees_paired_by_seed(tmp_path):
+    """The TG paper's comparison under the TG tables: TG − TXL (trees) by seed, with the 95 % t-interval
+    computed here by hand; TXL (terminals) (p(x), not a bound on p(x, y)) gets no difference."""
+    import math
+    import statistics
+
+    from steps.evaluate.scoring import AggregateCell
+
+    values = {"tg": [60.0, 62.0, 64.0], "txl_trees": [58.0, 58.0, 61.0], "txl_terminals": [50.0, 51.0, 52.0]}
+    cells = [Cell("tg_agreement", "cpu", row, "english", result=AggregateCell().run(scores=[
+        dict(table="tg_agreement", row=row, column="english", scale="cpu", task="agreement", metric="accuracy",
+             seed=42 + i, test=value, dev=None) for i, value in enumerate(accuracies)])) for row, accuracies in values.items()]
+    tables.write_tables(cells, tmp_path, scales=["cpu"])
+    differences = [a - b for a, b in zip(values["tg"], values["txl_trees"])]
+    half_width = 4.302653 * statistics.stdev(differences) / math.sqrt(len(differences))  # t(0.975, 2)
+    markdown = (tmp_path / "cpu" / "tg_agreement.md").read_text()
+    lines = markdown.split("Difference from TXL (trees)")[1].splitlines()
+    assert f"| TG | {statistics.fmean(differences):+.2f} ± {half_width:.2f} |" in lines
+    assert not any(line.startswith("| TXL (terminals)") for line in lines)
+    rows = {r["row"]: r for r in csv.DictReader((tmp_path / "cpu" / "tg_agreement.csv").open())}
+    assert (rows["tg"]["delta"], rows["tg"]["delta_from"], rows["tg"]["delta_seeds"]) == ("3.0000", "txl_trees", "3")
+    assert float(rows["tg"]["delta_ci95"]) == pytest.approx(half_width, abs=1e-4)
+    assert rows["txl_terminals"]["delta"] == rows["txl_trees"]["delta"] == ""
 
 
 def test_related_table_shows_languages_with_results_and_each_finding_once():
