@@ -79,6 +79,27 @@ def tg_curve_series(workspace_dir: Path, graphs: Sequence[FileGraph]) -> Series:
     return series
 
 
+def tg_budgets(workspace_dir: Path, graphs: Sequence[FileGraph]) -> List[dict]:
+    """How long every cached Transformer-Grammar LM with a dev curve trained and what stopped it
+    (``stopped_by``: "perplexity", "plateau", "budget_from" (another LM's steps) or "max_steps"), with
+    its last dev point: one dict per LM, ordered by scale, language, seed and kind."""
+    labels = graph_labels(graphs)
+    rows = []
+    for unique_id, folder in cache_dirs(workspace_dir).items():
+        if _class_of(unique_id) != "TrainTgLanguageModel":
+            continue
+        metrics = _read_metrics(folder / "result")
+        if not metrics.get("dev_history"):
+            continue
+        label, last = labels.get(unique_id, {}), metrics["dev_history"][-1]
+        rows.append({"scale": label.get("scale") or "unknown", "language": label.get("language") or "unknown",
+                     "kind": metrics.get("kind"), "seed": metrics.get("seed"), "steps": metrics.get("steps"),
+                     "stopped_by": metrics.get("stopped_by"), "last_dev": last["perplexity"],
+                     "dev_words": last["words"], "device": metrics.get("device")})
+    order = {"txl_terminals": 0, "txl_trees": 1, "tg": 2}
+    return sorted(rows, key=lambda r: (r["scale"], r["language"], r["seed"] or 0, order.get(r["kind"], 9)))
+
+
 def recorded_lines(path: Path, keep_recorded: bool) -> Optional[Dict[str, List[tuple]]]:
     """The lines a committed figure at ``path`` was drawn from (its ``.json`` sidecar), to redraw it
     with: {} when there is nothing to keep; None when a committed figure has no sidecar (drawn

@@ -572,6 +572,32 @@ def tg_section(cells) -> str:
     return note + (markdown_summary(cells, tables=sorted(tables.LOCAL_TABLES)) or NOTHING)
 
 
+TG_BUDGETS = "Transformer Grammars: how long each language model trained"
+STOP_RULES = {"perplexity": "dev perplexity rule", "plateau": "flat dev curve", "max_steps": "step limit",
+              "budget_from": "TXL (terminals)' steps"}
+
+
+def tg_budget_section(workspace_dir: Path, graphs: Sequence[FileGraph], recorded: Optional[str] = None) -> str:
+    """Per language and seed, the steps each TG / TXL language model trained and the rule that ended
+    it (a file's TXL (terminals) trains until its rule fires; TG and TXL (trees) then take its steps),
+    beside its last dev point; the committed section where this cache has no such LM."""
+    from reporting.curves import tg_budgets
+    from reporting.tables import TG_ROW_TITLES
+
+    rows = [(r["scale"], r["language"].capitalize(), r["seed"], TG_ROW_TITLES.get(r["kind"], r["kind"]), f"{r['steps']:,}",
+             STOP_RULES.get(r["stopped_by"], r["stopped_by"]), f"{r['last_dev']:.2f}", f"{r['dev_words']:,}", r["device"])
+            for r in tg_budgets(workspace_dir, graphs)]
+    if not rows and recorded:
+        return report_sections(recorded).get(TG_BUDGETS, NOTHING)
+    note = ("The language models trained with a dev curve (`validate_every`; the paper-scale TG files): TXL (terminals) "
+            "trains until its file's rule fires (Wolof: dev per-word perplexity ≤ 500; otherwise 3 dev points in a row "
+            "improving < 1 %), TG and TXL (trees) of the same seed then train the same number of steps (`budget_from`). "
+            "The rule reads a dev sample (`max_validation_sequences`, the first sentences of the split); the tables score "
+            "the whole split.\n\n")
+    return note + markdown_table(["scale", "language", "seed", "model", "steps", "stopped by", "last dev point (ppl)",
+                                  "dev words", "device"], rows)
+
+
 CORPUS_PARSERS = "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)"
 
 
@@ -902,6 +928,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Paper tables", with_cpu_notes(tables_section(cells, problems), cpu_note)),
         ("Related biases", with_cpu_notes(related_section(cells), cpu_note)),
         ("Transformer Grammars", with_cpu_notes(tg_section(cells), cpu_note)),
+        (TG_BUDGETS, tg_budget_section(workspace_dir, graphs, recorded if keep_record else None)),
         ("Where the Wolof gap is", decomposition_section(workspace_dir, graphs, curves_dir, report_dir, keep_record)),
         ("Corpus parser against the fine-tuned µBERT parsers (cpu scale)",
          f"{cpu_note}\n\n" + parser_against_encoder_section(cells, corpus_parser_las(workspace, recorded if keep_record else None))),

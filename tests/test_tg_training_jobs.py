@@ -228,3 +228,14 @@ def test_the_report_draws_each_cached_lms_dev_curve_a_line_per_kind_and_seed(act
     [figure] = draw_series(series, tmp_path / "curves")
     assert figure == tmp_path / "curves" / "smoke" / "wolof_tg_dev_perplexity.png" and figure.stat().st_size > 0
     assert json.loads(figure.with_suffix(".json").read_text())["lines"] == {"tg s42": [list(p) for p in expected]}
+
+    # The report's budget table: the curved LM's steps, what ended it (its own 9-step limit) and its
+    # last dev point; the LM without a curve is not listed.
+    from reporting.report import tg_budget_section
+
+    section = tg_budget_section(tmp_path / "ws", [graph])
+    [row] = [line for line in section.splitlines() if line.startswith("| smoke")]
+    words = metrics(cache / "TrainTgLanguageModel-002-curved" / "result")["dev_history"][-1]["words"]
+    assert row == f"| smoke | Wolof | 42 | TG | 9 | step limit | {expected[-1][1]:.2f} | {words:,} | cpu |"
+    recorded = "# Results\n\n## Transformer Grammars: how long each language model trained\nkept\n"
+    assert tg_budget_section(tmp_path / "empty", [graph], recorded=recorded) == "kept\n"
