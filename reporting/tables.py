@@ -65,9 +65,12 @@ TABLE_TITLES = {
 # "baseline" / "contrasts": the paired differences under the table, contrast − baseline by seed.  TG against
 # TXL (trees) is the TG paper's comparison (same trees, same budget; composition is the one change);
 # TXL (terminals) scores p(x), not a bound on p(x, y), so it is not set against either.
+# "paper_contrast": the TG paper's own TG − TXL (trees) on the table's measure (Sartran et al. 2022, Table 1),
+# whose sign our paired differences are read against.
 TG_TABLE = {"columns": ["wolof", "english"], "rows": ["txl_terminals", "txl_trees", "tg"], "lower_is_better": True,
-            "baseline": "txl_trees", "contrasts": ["tg"]}
-TG_AGREEMENT_TABLE = {**TG_TABLE, "columns": ["english"], "lower_is_better": False}
+            "baseline": "txl_trees", "contrasts": ["tg"], "paper_contrast": (61.8 - 61.2, "PTB test perplexity")}
+TG_AGREEMENT_TABLE = {**TG_TABLE, "columns": ["english"], "lower_is_better": False,
+                      "paper_contrast": (82.5 - 80.2, "SyntaxGym SG score")}
 TG_ROW_TITLES = {"tg": "TG", "txl_trees": "TXL (trees)", "txl_terminals": "TXL (terminals)"}
 TG_FINDING = (
     "\nTG and TXL (trees) score the joint p(x, y) with one tree (the corpus parser's for Wolof, gold for "
@@ -278,12 +281,43 @@ def ranking_markdown(table: str, columns, table_rows) -> str:
     return f"\nHere, best first: {'; '.join(orders)}.\n" if orders else ""
 
 
+def contrast_markdown(table: str, columns, table_rows) -> str:
+    """For a local table with a "paper_contrast": each column's paired difference read against the
+    seed paper's: which model it favours, whether its interval excludes 0, and whether that is the
+    paper's direction ("" without a difference)."""
+    spec = LOCAL_TABLES.get(table, {})
+    if "paper_contrast" not in spec:
+        return ""
+    published, measure = spec["paper_contrast"]
+    better = lambda d: (d < 0) == spec["lower_is_better"]  # noqa: E731  (is the contrast row the better one?)
+    baseline, readings = _row_title(spec["baseline"]), []
+    for row, entries in table_rows:
+        for column, entry in zip(columns, entries):
+            d = entry.delta
+            if d is None or d.mean is None:
+                continue
+            winner = _row_title(row) if better(d.mean) else baseline
+            if d.half_width is None:
+                strength = "no interval"
+            elif abs(d.mean) > d.half_width:
+                strength = "its interval excludes 0"
+            else:
+                strength = "its interval includes 0"
+            agrees = "the paper's direction" if better(d.mean) == better(published) else "against the paper's direction"
+            readings.append(f"{short_title(column)} {d.text()}: {winner} better, {strength}; {agrees}")
+    if not readings:
+        return ""
+    paper_winner = _row_title(spec["contrasts"][0]) if better(published) else baseline
+    return (f"\n{_row_title(spec['contrasts'][0])} − {baseline} against the TG paper's {published:+.1f} ({measure}, "
+            f"{paper_winner} better): " + "; ".join(readings) + ".\n")
+
+
 def table_markdown(table: str, title: str, columns, table_rows) -> str:
     """One table as the tables' .md files and RESULTS.md show it: the table, its ranking (local
     tables only) and its finding, if any."""
     baseline = _row_title(difference_baseline(table)[0])
     return (to_markdown(title, columns, table_rows, baseline) + ranking_markdown(table, columns, table_rows)
-            + TABLE_FINDINGS.get(table, ""))
+            + contrast_markdown(table, columns, table_rows) + TABLE_FINDINGS.get(table, ""))
 
 
 def variant_markdown(columns, table_rows) -> str:

@@ -215,6 +215,9 @@ def test_tg_tables_set_tg_against_txl_trees_paired_by_seed(tmp_path):
     assert (rows["tg"]["delta"], rows["tg"]["delta_from"], rows["tg"]["delta_seeds"]) == ("3.0000", "txl_trees", "3")
     assert float(rows["tg"]["delta_ci95"]) == pytest.approx(half_width, abs=1e-4)
     assert rows["txl_terminals"]["delta"] == rows["txl_trees"]["delta"] == ""
+    # Read against the TG paper's SG score difference (TG 82.5 − TXL (trees) 80.2: TG better).
+    assert ("TG − TXL (trees) against the TG paper's +2.3 (SyntaxGym SG score, TG better): English +3.00 ± 2.48: "
+            "TG better, its interval excludes 0; the paper's direction.") in markdown
 
 
 def test_related_table_shows_languages_with_results_and_each_finding_once():
