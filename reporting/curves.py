@@ -13,9 +13,10 @@ What the steps keep in ``metrics.json`` ``history`` and is drawn here:
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from reporting.cache import Entry, _class_of, _read_metrics, cache_dirs, graph_labels
 from reporting.graphs import FileGraph
@@ -128,6 +129,27 @@ def draw_curves(entries: Sequence[Entry], out_dir: Path, keep_recorded: bool = F
     return draw_series(curve_series(entries), out_dir, keep_recorded)
 
 
+SEED_LABEL = re.compile(r"^(?P<group>.*?) s(?P<seed>\d+)(?: \(\w+\))?$")
+DASHES = ("-", "--", ":", "-.")
+
+
+def line_styles(labels: Iterable[str]) -> Dict[str, dict]:
+    """{label: plot style}: one colour per condition or LM kind, one dash per seed within it, so a
+    figure's seeds of one model read as one family ("MX s43", "tg s42 (a1b2c3)")."""
+    parsed = {label: SEED_LABEL.match(label) for label in labels}
+    groups = sorted({m["group"] if m else label for label, m in parsed.items()})
+    seeds: Dict[str, List[int]] = defaultdict(list)
+    for label, m in parsed.items():
+        if m:
+            seeds[m["group"]].append(int(m["seed"]))
+    styles = {}
+    for label, m in parsed.items():
+        group = m["group"] if m else label
+        dash = DASHES[sorted(set(seeds[group])).index(int(m["seed"])) % len(DASHES)] if m else "-"
+        styles[label] = {"color": f"C{groups.index(group) % 10}", "linestyle": dash}
+    return styles
+
+
 def draw_series(series: Series, out_dir: Path, keep_recorded: bool = False) -> List[Path]:
     """`draw_curves` of series already gathered (`curve_series`, `tg_curve_series`)."""
     if not series:
@@ -146,8 +168,10 @@ def draw_series(series: Series, out_dir: Path, keep_recorded: bool = False) -> L
             continue
         lines = {**recorded, **lines}
         figure, axis = plt.subplots(figsize=(5.5, 3.4))
+        styles = line_styles(lines)
         for label, points in sorted(lines.items()):
-            axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=2.5, linewidth=1, label=label)
+            axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=2.5, linewidth=1, label=label,
+                      **styles[label])
         if name in LOG_SCALE:
             axis.set_yscale("log")
         axis.set_xlabel(x_field)

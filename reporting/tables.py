@@ -297,14 +297,14 @@ def contrast_markdown(table: str, columns, table_rows) -> str:
             if d is None or d.mean is None:
                 continue
             winner = _row_title(row) if better(d.mean) else baseline
-            if d.half_width is None:
-                strength = "no interval"
-            elif abs(d.mean) > d.half_width:
-                strength = "its interval excludes 0"
-            else:
-                strength = "its interval includes 0"
             agrees = "the paper's direction" if better(d.mean) == better(published) else "against the paper's direction"
-            readings.append(f"{short_title(column)} {d.text()}: {winner} better, {strength}; {agrees}")
+            if d.half_width is None:
+                reading = f"{winner} better, no interval to tell a direction"
+            elif abs(d.mean) > d.half_width:
+                reading = f"{winner} better, its interval excludes 0: {agrees}"
+            else:
+                reading = f"{winner} better on average, its interval includes 0: no direction at 95 %"
+            readings.append(f"{short_title(column)} {d.text()}: {reading}")
     if not readings:
         return ""
     paper_winner = _row_title(spec["contrasts"][0]) if better(published) else baseline

@@ -423,6 +423,18 @@ def test_committed_curves_keep_their_lines_when_a_partial_cache_redraws_them(tmp
     assert figure.read_bytes() == before and not figure.with_suffix(".json").exists()
 
 
+def test_a_curves_seeds_of_one_model_share_a_colour_and_differ_in_dash():
+    """reporting.curves.line_styles: one colour per condition / LM kind, one dash per seed within it
+    (a cache-suffixed label is the same family); a label without a seed stands alone."""
+    from reporting.curves import line_styles
+
+    styles = line_styles(["tg s43", "tg s42", "txl_trees s42", "MX s44 (a1b2c3)", "MX s42", "trigram"])
+    colours = {label: style["color"] for label, style in styles.items()}
+    assert colours["tg s42"] == colours["tg s43"] and colours["MX s42"] == colours["MX s44 (a1b2c3)"]
+    assert len({colours["tg s42"], colours["txl_trees s42"], colours["MX s42"], colours["trigram"]}) == 4
+    assert [styles[label]["linestyle"] for label in ("tg s42", "tg s43", "MX s42", "MX s44 (a1b2c3)", "trigram")] == ["-", "--", "-", "--", "-"]
+
+
 def test_runs_csv_keeps_the_records_runs_and_says_which_are_not_their_cells_record(tmp_path):
     """runs.csv: a committed run this cache lacks is kept (source record), a cached run of the same
     name replaces it; each run says whether its cell's record holds its figure, and RESULTS names

@@ -217,7 +217,7 @@ def test_tg_tables_set_tg_against_txl_trees_paired_by_seed(tmp_path):
     assert rows["txl_terminals"]["delta"] == rows["txl_trees"]["delta"] == ""
     # Read against the TG paper's SG score difference (TG 82.5 − TXL (trees) 80.2: TG better).
     assert ("TG − TXL (trees) against the TG paper's +2.3 (SyntaxGym SG score, TG better): English +3.00 ± 2.48: "
-            "TG better, its interval excludes 0; the paper's direction.") in markdown
+            "TG better, its interval excludes 0: the paper's direction.") in markdown
 
 
 def test_related_table_shows_languages_with_results_and_each_finding_once():
