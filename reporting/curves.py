@@ -71,10 +71,12 @@ def tg_curve_series(workspace_dir: Path, graphs: Sequence[FileGraph]) -> Series:
     for unique_id, folder in cache_dirs(workspace_dir).items():
         if _class_of(unique_id) != "TrainTgLanguageModel":
             continue
+        if unique_id not in labels:
+            continue  # no experiment file builds it any more
         metrics = _read_metrics(folder / "result")
         points = [(point["step"], point["perplexity"]) for point in metrics.get("dev_history") or []]
         if points:
-            label = labels.get(unique_id, {})
+            label = labels[unique_id]
             lines = series[(label.get("scale") or "unknown", label.get("language") or "unknown", "tg_dev_perplexity")]
             lines[f"{metrics.get('kind', '?')} s{metrics.get('seed')}"] = points
     return series
@@ -83,7 +85,8 @@ def tg_curve_series(workspace_dir: Path, graphs: Sequence[FileGraph]) -> Series:
 def tg_budgets(workspace_dir: Path, graphs: Sequence[FileGraph]) -> List[dict]:
     """How long every cached Transformer-Grammar LM with a dev curve trained and what stopped it
     (``stopped_by``: "perplexity", "plateau", "budget_from" (another LM's steps) or "max_steps"), with
-    its last dev point: one dict per LM, ordered by scale, language, seed and kind."""
+    the step whose weights it kept (``select_best``: its lowest dev point; else its last) and that
+    point's perplexity: one dict per LM of an experiment file, ordered by scale, language, seed and kind."""
     labels = graph_labels(graphs)
     rows = []
     for unique_id, folder in cache_dirs(workspace_dir).items():
@@ -92,11 +95,15 @@ def tg_budgets(workspace_dir: Path, graphs: Sequence[FileGraph]) -> List[dict]:
         metrics = _read_metrics(folder / "result")
         if not metrics.get("dev_history"):
             continue
-        label, last = labels.get(unique_id, {}), metrics["dev_history"][-1]
+        if unique_id not in labels:
+            continue  # no experiment file builds it any more (`python -m reporting.cache prune`)
+        label, steps = labels[unique_id], metrics.get("steps")
+        kept = metrics.get("selected_step") or steps  # runs without select_best keep their last step
+        point = next((p for p in metrics["dev_history"] if p["step"] == kept), metrics["dev_history"][-1])
         rows.append({"scale": label.get("scale") or "unknown", "language": label.get("language") or "unknown",
-                     "kind": metrics.get("kind"), "seed": metrics.get("seed"), "steps": metrics.get("steps"),
-                     "stopped_by": metrics.get("stopped_by"), "last_dev": last["perplexity"],
-                     "dev_words": last["words"], "device": metrics.get("device")})
+                     "kind": metrics.get("kind"), "seed": metrics.get("seed"), "steps": steps,
+                     "stopped_by": metrics.get("stopped_by"), "kept_step": kept, "kept_dev": point["perplexity"],
+                     "dev_words": point["words"], "device": metrics.get("device")})
     order = {"txl_terminals": 0, "txl_trees": 1, "tg": 2}
     return sorted(rows, key=lambda r: (r["scale"], r["language"], r["seed"] or 0, order.get(r["kind"], 9)))
 

@@ -578,24 +578,41 @@ STOP_RULES = {"perplexity": "dev perplexity rule", "plateau": "flat dev curve", 
 
 
 def tg_budget_section(workspace_dir: Path, graphs: Sequence[FileGraph], recorded: Optional[str] = None) -> str:
-    """Per language and seed, the steps each TG / TXL language model trained and the rule that ended
-    it (a file's TXL (terminals) trains until its rule fires; TG and TXL (trees) then take its steps),
-    beside its last dev point; the committed section where this cache has no such LM."""
+    """Per language and seed, the steps each TG / TXL language model trained, the rule that ended it
+    (a file's TXL (terminals) trains until its rule fires; TG and TXL (trees) then take its steps) and
+    the step whose weights it kept, with that dev point; the committed section's rows (``recorded``)
+    stay for the LMs this cache lacks."""
     from reporting.curves import tg_budgets
     from reporting.tables import TG_ROW_TITLES
 
-    rows = [(r["scale"], r["language"].capitalize(), r["seed"], TG_ROW_TITLES.get(r["kind"], r["kind"]), f"{r['steps']:,}",
-             STOP_RULES.get(r["stopped_by"], r["stopped_by"]), f"{r['last_dev']:.2f}", f"{r['dev_words']:,}", r["device"])
-            for r in tg_budgets(workspace_dir, graphs)]
-    if not rows and recorded:
-        return report_sections(recorded).get(TG_BUDGETS, NOTHING)
+    header = ["scale", "language", "seed", "model", "steps", "stopped by", "kept step", "its dev point (ppl)", "dev words",
+              "device"]
+    rows = {}
+    lines = report_sections(recorded).get(TG_BUDGETS, "").splitlines() if recorded else []
+    table = _first_table(lines)
+    if table is not None:
+        names = _cells(lines[table[0]])
+        for line in lines[table[0] + 2:table[1]]:
+            row = dict(zip(names, _cells(line)))
+            # Rows from before checkpoint selection kept their last step's weights.
+            row.setdefault("kept step", row.get("steps")), row.setdefault("its dev point (ppl)", row.get("last dev point (ppl)"))
+            rows[tuple(row.get(name) for name in header[:4])] = [row.get(name, "—") for name in header]
+    for r in tg_budgets(workspace_dir, graphs):
+        row = [r["scale"], r["language"].capitalize(), str(r["seed"]), TG_ROW_TITLES.get(r["kind"], r["kind"]), f"{r['steps']:,}",
+               STOP_RULES.get(r["stopped_by"], r["stopped_by"]), f"{r['kept_step']:,}", f"{r['kept_dev']:.2f}",
+               f"{r['dev_words']:,}", r["device"]]
+        rows[tuple(row[:4])] = row
+    if not rows:
+        return NOTHING
     note = ("The language models trained with a dev curve (`validate_every`; the paper-scale TG files): TXL (terminals) "
             "trains until its file's rule fires (Wolof: dev per-word perplexity ≤ 500; otherwise 3 dev points in a row "
-            "improving < 1 %), TG and TXL (trees) of the same seed then train the same number of steps (`budget_from`). "
+            "improving < 1 %), TG and TXL (trees) of the same seed then train the same number of steps (`budget_from`); "
+            "each keeps the weights of its lowest dev point (`select_best`, the TG paper's checkpoint selection). "
             "The rule reads a dev sample (`max_validation_sequences`, the first sentences of the split); the tables score "
             "the whole split.\n\n")
-    return note + markdown_table(["scale", "language", "seed", "model", "steps", "stopped by", "last dev point (ppl)",
-                                  "dev words", "device"], rows)
+    order = {title: i for i, title in enumerate(TG_ROW_TITLES[k] for k in ("txl_terminals", "txl_trees", "tg"))}
+    ordered = sorted(rows.values(), key=lambda row: (row[0], row[1], int(row[2]) if row[2].isdigit() else 0, order.get(row[3], 9)))
+    return note + markdown_table(header, ordered)
 
 
 CORPUS_PARSERS = "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)"

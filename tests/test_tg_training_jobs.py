@@ -155,14 +155,42 @@ def test_budget_from_trains_the_steps_the_other_run_trained_with_the_same_schedu
         train(actions, tmp_path / "other", kind="tg", budget_from=stopped, max_steps=5)
 
 
+def test_select_best_keeps_the_lowest_dev_points_weights_also_across_a_kill(actions, tmp_path, monkeypatch):
+    """With a scripted dev curve 10, 5, 7 at steps 4, 8, 9, select_best's result is the step-8 model:
+    bit for bit the weights of a run on the same schedule that stops at step 8 (budget_from), and the
+    same again when the run is killed after step 8 and resumes from its step-6 checkpoint."""
+    import steps.tg.language_model as language_model
+
+    curve = iter([10.0, 5.0, 7.0] * 2)
+    monkeypatch.setattr(language_model, "split_perplexity", lambda *args, **kwargs: {"perplexity": next(curve), "words": 1})
+    settings = dict(validate_every=4, checkpoint_every=3, select_best=True)
+    selected = train(actions, tmp_path / "selected", **settings)
+    record = metrics(selected)
+    assert [(p["step"], p["perplexity"]) for p in record["dev_history"]] == [(4, 10.0), (8, 5.0), (9, 7.0)]
+    assert record["selected_step"] == 8 and record["steps"] == 9
+    (tmp_path / "eight").mkdir()
+    (tmp_path / "eight" / "metrics.json").write_text(json.dumps({"max_steps": 9, "steps": 8}))
+    assert weights(selected) == weights(train(actions, tmp_path / "step8", budget_from=tmp_path / "eight"))
+    assert weights(selected) != weights(train(actions, tmp_path / "last"))  # the step-9 model differs
+
+    curve = iter([10.0, 5.0, 5.0, 7.0])  # the killed run scores steps 4 and 8, its resumption 8 again and 9
+    monkeypatch.setenv(CRASH_AFTER_STEP_ENV, "8")
+    with pytest.raises(SimulatedCrash):
+        train(actions, tmp_path / "killed", **settings)
+    monkeypatch.delenv(CRASH_AFTER_STEP_ENV)
+    resumed = train(actions, tmp_path / "killed", **settings)
+    assert metrics(resumed)["resumed_from"] == [6] and metrics(resumed)["selected_step"] == 8
+    assert weights(resumed) == weights(selected)
+
+
 def test_the_new_arguments_at_their_defaults_keep_the_cache_key(actions):
     base = dict(actions=actions, kind="tg", max_steps=9)
     key = TrainTgLanguageModel(**base).unique_id
     defaults = dict(validate_every=None, max_validation_sequences=None, stop_at_perplexity=None, plateau_validations=None,
-                    plateau_tolerance=0.01, budget_from=None)
+                    plateau_tolerance=0.01, budget_from=None, select_best=False)
     assert TrainTgLanguageModel(**base, **defaults, checkpoint_every=7).unique_id == key
     for name, value in dict(validate_every=100, max_validation_sequences=5, stop_at_perplexity=500.0,
-                            plateau_validations=3, plateau_tolerance=0.05).items():
+                            plateau_validations=3, plateau_tolerance=0.05, select_best=True).items():
         assert TrainTgLanguageModel(**base, **{name: value}).unique_id != key, name
 
 
@@ -173,6 +201,8 @@ def test_bad_stop_settings_are_refused_in_one_line(actions, tmp_path):
         train(actions, tmp_path / "b", checkpoint_every=0)
     with pytest.raises(ValueError, match="set both or neither"):
         train(actions, tmp_path / "c", validate_every=2, plateau_tolerance=0.1)
+    with pytest.raises(ValueError, match="select_best needs validate_every"):
+        train(actions, tmp_path / "d", select_best=True)
     assert not list(tmp_path.rglob(CHECKPOINT_NAME))
 
 
@@ -229,13 +259,20 @@ def test_the_report_draws_each_cached_lms_dev_curve_a_line_per_kind_and_seed(act
     assert figure == tmp_path / "curves" / "smoke" / "wolof_tg_dev_perplexity.png" and figure.stat().st_size > 0
     assert json.loads(figure.with_suffix(".json").read_text())["lines"] == {"tg s42": [list(p) for p in expected]}
 
-    # The report's budget table: the curved LM's steps, what ended it (its own 9-step limit) and its
-    # last dev point; the LM without a curve is not listed.
-    from reporting.report import tg_budget_section
+    # The report's budget table: the curved LM's steps, what ended it (its own 9-step limit), the step
+    # whose weights it kept (its last: no select_best) and that dev point; the LM without a curve is not
+    # listed. A committed row (from before checkpoint selection: no "kept step") stays for an LM this
+    # cache lacks and reads as its last step; the cache's row replaces the record's for the same LM.
+    from reporting.report import NOTHING, TG_BUDGETS, tg_budget_section
 
-    section = tg_budget_section(tmp_path / "ws", [graph])
-    [row] = [line for line in section.splitlines() if line.startswith("| smoke")]
     words = metrics(cache / "TrainTgLanguageModel-002-curved" / "result")["dev_history"][-1]["words"]
-    assert row == f"| smoke | Wolof | 42 | TG | 9 | step limit | {expected[-1][1]:.2f} | {words:,} | cpu |"
-    recorded = "# Results\n\n## Transformer Grammars: how long each language model trained\nkept\n"
-    assert tg_budget_section(tmp_path / "empty", [graph], recorded=recorded) == "kept\n"
+    ours = f"| smoke | Wolof | 42 | TG | 9 | step limit | 9 | {expected[-1][1]:.2f} | {words:,} | cpu |"
+    recorded = (f"# Results\n\n## {TG_BUDGETS}\n\n| scale | language | seed | model | steps | stopped by | last dev point (ppl) "
+                "| dev words | device |\n|---|---|---|---|---|---|---|---|---|\n"
+                "| paper | Wolof | 43 | TXL (terminals) | 2,000 | dev perplexity rule | 371.42 | 23,463 | cpu |\n"
+                "| smoke | Wolof | 42 | TG | 5 | step limit | 1.00 | 1 | cpu |\n")
+    rows = [line for line in tg_budget_section(tmp_path / "ws", [graph], recorded).splitlines() if line.startswith("| ")][1:]
+    assert rows == ["| paper | Wolof | 43 | TXL (terminals) | 2,000 | dev perplexity rule | 2,000 | 371.42 | 23,463 | cpu |", ours]
+    assert tg_budget_section(tmp_path / "empty", [graph]) == NOTHING
+    # An LM no experiment file builds any more (a re-keyed config's) is neither drawn nor listed.
+    assert tg_curve_series(tmp_path / "ws", []) == {} and tg_budget_section(tmp_path / "ws", []) == NOTHING

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -36,6 +37,7 @@ from steps.common.training import TrainingHarness, check_finite_loss
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 CHECKPOINT_NAME = "checkpoint.pt"
+BEST_WEIGHTS = "best_dev.safetensors"  # in the work dir: the lowest dev point's weights (select_best)
 # Test hook: raise `SimulatedCrash` right after training step N (after its checkpoint, if one is
 # due), as if the process had been killed there. Not part of any cache key.
 CRASH_AFTER_STEP_ENV = "SIB_TG_LM_CRASH_AFTER_STEP"
@@ -130,6 +132,13 @@ def stop_reason(dev_history: Sequence[Dict[str, float]], stop_at_perplexity: Opt
     return None
 
 
+def _save_weights(model: torch.nn.Module, path: Path) -> None:
+    """The model's weights as safetensors at ``path``, written whole or not at all."""
+    partial = path.with_name(path.name + ".partial")
+    save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}, str(partial))
+    partial.replace(path)
+
+
 @Step.register("train_tg_lm")
 class TrainTgLanguageModel(Step):
     """Train one µB-size left-to-right LM (`models.transformer_grammar`) of ``kind`` on the train
@@ -169,7 +178,7 @@ class TrainTgLanguageModel(Step):
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
     SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl", "validate_every": None, "max_validation_sequences": None,
                               "stop_at_perplexity": None, "plateau_validations": None, "plateau_tolerance": PLATEAU_TOLERANCE,
-                              "budget_from": None}
+                              "budget_from": None, "select_best": False}
 
     def run(  # type: ignore[override]
         self,
@@ -191,6 +200,7 @@ class TrainTgLanguageModel(Step):
         plateau_validations: Optional[int] = None,
         plateau_tolerance: float = PLATEAU_TOLERANCE,
         budget_from: Optional[Path] = None,
+        select_best: bool = False,
     ) -> Path:
         """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
             per layer, head and relative position; `models.transformer_grammar`).
@@ -205,7 +215,10 @@ class TrainTgLanguageModel(Step):
         :param plateau_validations: K: stop once the last K dev points lowered the best perplexity of
             the points before them by less than ``plateau_tolerance`` (relative: 0.01 = 1 %).
         :param budget_from: a `train_tg_lm` result with the same ``max_steps``: train for exactly the
-            steps it trained (its ``steps``), e.g. the TXL (terminals) run that a stop rule ended."""
+            steps it trained (its ``steps``), e.g. the TXL (terminals) run that a stop rule ended.
+        :param select_best: the result keeps the weights of the dev point with the lowest perplexity,
+            not the last step's: the TG paper's "model checkpoint with the lowest validation loss"
+            (Sartran et al. 2022, §4, Experimental Details). Needs validate_every."""
         device = resolve_device(device)
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
@@ -218,6 +231,8 @@ class TrainTgLanguageModel(Step):
             raise ValueError(f"plateau_validations must be positive, got {plateau_validations}")
         if plateau_tolerance != PLATEAU_TOLERANCE and plateau_validations is None:
             raise ValueError("plateau_tolerance is plateau_validations' tolerance: set both or neither")
+        if select_best and validate_every is None:
+            raise ValueError("select_best needs validate_every (the dev points it selects from)")
         if validate_every is not None and "dev" not in actions:
             raise ValueError("validate_every needs a dev split in the actions")
         budget = max_steps
@@ -286,6 +301,11 @@ class TrainTgLanguageModel(Step):
                     point = split_perplexity(model, actions, "dev", max_validation_sequences)
                     model.train()
                     state["dev_history"].append({"step": step, "perplexity": point["perplexity"], "words": point["words"]})
+                    if select_best and point["perplexity"] < state.get("best_perplexity", math.inf):
+                        # Written before the checkpoint that records it: a run resumed from an older
+                        # checkpoint replays this point bit for bit and writes the same file again.
+                        _save_weights(model, self.work_dir / BEST_WEIGHTS)
+                        state["best_step"], state["best_perplexity"] = step, point["perplexity"]
                     state["validation_seconds"] += time.perf_counter() - validation_start
                     state["stopped_by"] = stop_reason(state["dev_history"], stop_at_perplexity, plateau_validations, plateau_tolerance)
                     self.logger.info("%s step %d: dev per-word perplexity %.2f over %d words%s", kind, step, point["perplexity"],
@@ -297,14 +317,19 @@ class TrainTgLanguageModel(Step):
         stopped_by = state["stopped_by"] or ("budget_from" if budget < max_steps else "max_steps")
         out = self.work_dir / "lm"
         out.mkdir(parents=True, exist_ok=True)
-        save_file({name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}, str(out / WEIGHTS))
+        selected = state.get("best_step") if select_best else state["step"]
+        if select_best:
+            shutil.copyfile(self.work_dir / BEST_WEIGHTS, out / WEIGHTS)  # a copy: a rerun of this tail finds it again
+        else:
+            _save_weights(model, out / WEIGHTS)
         (out / CONFIG).write_text(json.dumps(settings, indent=2))
         seconds = state["train_seconds"]
         metrics = {"kind": kind, "seed": seed, "max_steps": max_steps, "batch_size": batch_size, "epochs": state["epoch"],
                    "train_sequences": len(sequences), "seconds": seconds, "seconds_per_step": seconds / max(state["step"], 1),
                    "parameters": sum(p.numel() for p in model.parameters()), "history": state["history"], "device": str(device),
                    "steps": state["step"], "stopped_by": stopped_by, "dev_history": state["dev_history"],
-                   "validation_seconds": state["validation_seconds"], "resumed_from": state["resumed_from"]}
+                   "validation_seconds": state["validation_seconds"], "resumed_from": state["resumed_from"],
+                   "selected_step": selected}
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
         return out
 
