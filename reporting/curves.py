@@ -62,23 +62,26 @@ def curve_series(entries: Sequence[Entry]) -> Series:
     return series
 
 
+def _tg_lms(workspace_dir: Path, graphs: Sequence[FileGraph]):
+    """(labels of its experiment file, metrics) of every cached Transformer-Grammar LM with a dev
+    curve that an experiment file builds (one no file builds any more is left out: `prune`)."""
+    labels = graph_labels(graphs)
+    for unique_id, folder in cache_dirs(workspace_dir).items():
+        if _class_of(unique_id) != "TrainTgLanguageModel" or unique_id not in labels:
+            continue
+        metrics = _read_metrics(folder / "result")
+        if metrics.get("dev_history"):
+            yield labels[unique_id], metrics
+
+
 def tg_curve_series(workspace_dir: Path, graphs: Sequence[FileGraph]) -> Series:
     """{(scale, language, "tg_dev_perplexity"): {"<kind> s<seed>": [(step, perplexity), …]}} of every
     cached Transformer-Grammar LM trained with a dev curve; language and scale are those of the
     experiment file's cells."""
-    labels = graph_labels(graphs)
     series: Series = defaultdict(dict)
-    for unique_id, folder in cache_dirs(workspace_dir).items():
-        if _class_of(unique_id) != "TrainTgLanguageModel":
-            continue
-        if unique_id not in labels:
-            continue  # no experiment file builds it any more
-        metrics = _read_metrics(folder / "result")
-        points = [(point["step"], point["perplexity"]) for point in metrics.get("dev_history") or []]
-        if points:
-            label = labels[unique_id]
-            lines = series[(label.get("scale") or "unknown", label.get("language") or "unknown", "tg_dev_perplexity")]
-            lines[f"{metrics.get('kind', '?')} s{metrics.get('seed')}"] = points
+    for label, metrics in _tg_lms(workspace_dir, graphs):
+        lines = series[(label.get("scale") or "unknown", label.get("language") or "unknown", "tg_dev_perplexity")]
+        lines[f"{metrics.get('kind', '?')} s{metrics.get('seed')}"] = [(p["step"], p["perplexity"]) for p in metrics["dev_history"]]
     return series
 
 
@@ -87,17 +90,9 @@ def tg_budgets(workspace_dir: Path, graphs: Sequence[FileGraph]) -> List[dict]:
     (``stopped_by``: "perplexity", "plateau", "budget_from" (another LM's steps) or "max_steps"), with
     the step whose weights it kept (``select_best``: its lowest dev point; else its last) and that
     point's perplexity: one dict per LM of an experiment file, ordered by scale, language, seed and kind."""
-    labels = graph_labels(graphs)
     rows = []
-    for unique_id, folder in cache_dirs(workspace_dir).items():
-        if _class_of(unique_id) != "TrainTgLanguageModel":
-            continue
-        metrics = _read_metrics(folder / "result")
-        if not metrics.get("dev_history"):
-            continue
-        if unique_id not in labels:
-            continue  # no experiment file builds it any more (`python -m reporting.cache prune`)
-        label, steps = labels[unique_id], metrics.get("steps")
+    for label, metrics in _tg_lms(workspace_dir, graphs):
+        steps = metrics.get("steps")
         kept = metrics.get("selected_step") or steps  # runs without select_best keep their last step
         point = next((p for p in metrics["dev_history"] if p["step"] == kept), metrics["dev_history"][-1])
         rows.append({"scale": label.get("scale") or "unknown", "language": label.get("language") or "unknown",

@@ -386,10 +386,11 @@ def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_FIELDS)
+    baseline = difference_baseline(table)[0]
     for row, entries in table_rows:
         for column, entry in zip(columns, entries):
             writer.writerow(csv_line(table, scale, row, column, by_key.get((row, column)), entry.mean, entry.paper, entry.delta,
-                                     difference_baseline(table)[0]))
+                                     baseline))
     return out.getvalue()
 
 

@@ -301,11 +301,12 @@ class TrainTgLanguageModel(Step):
                     point = split_perplexity(model, actions, "dev", max_validation_sequences)
                     model.train()
                     state["dev_history"].append({"step": step, "perplexity": point["perplexity"], "words": point["words"]})
-                    if select_best and point["perplexity"] < state.get("best_perplexity", math.inf):
+                    best_before = min((p["perplexity"] for p in state["dev_history"][:-1]), default=math.inf)
+                    if select_best and point["perplexity"] < best_before:
                         # Written before the checkpoint that records it: a run resumed from an older
                         # checkpoint replays this point bit for bit and writes the same file again.
                         _save_weights(model, self.work_dir / BEST_WEIGHTS)
-                        state["best_step"], state["best_perplexity"] = step, point["perplexity"]
+                        state["best_step"] = step
                     state["validation_seconds"] += time.perf_counter() - validation_start
                     state["stopped_by"] = stop_reason(state["dev_history"], stop_at_perplexity, plateau_validations, plateau_tolerance)
                     self.logger.info("%s step %d: dev per-word perplexity %.2f over %d words%s", kind, step, point["perplexity"],
