@@ -801,7 +801,7 @@ def question_section(cells) -> str:
         parts.append(f"### Scale `{scale}`\n\n{regime_text(scale)}."
                      + (" Provenance: the committed record (docs/tables/) wherever this cache lacks a cell." if recorded
                         else " Provenance: every figure is from the cache that wrote this.")
-                     + (f"\n\n{undertrained_note(cells)}" if scale == "cpu" else "")
+                     + (f"\n\n{tables.undertrained_note(cells)}" if scale == "cpu" else "")
                      + "\n\n" + markdown_table(header, rows) + f"\n**Verdict ({scale}):** {verdict(deltas)}\n")
     if without:
         parts.append(f"No syntactic-bias condition has cells yet at {', '.join(f'`{s}`' for s in without)} "
@@ -809,27 +809,6 @@ def question_section(cells) -> str:
     if not scales:
         parts.append(NOTHING)
     return "\n".join(parts)
-
-
-def undertrained_note(cells) -> str:
-    """The cpu tables' one-line caveat, with the figure that shows it (the record's MLM accuracy)."""
-    by_key = {(c.row, c.column): c for c in cells if c.table == "mlm:accuracy" and c.scale == "cpu" and c.result}
-    for (row, language), cell in sorted(by_key.items()):
-        trigram = by_key.get(("trigram-LM", language))
-        if row == "M" and trigram is not None:
-            return (f"_cpu scale: undertrained demonstrations, not the paper's models: µB-M guesses {cell.mean:.2f} % of "
-                    f"masked {short_title(language)} dev tokens, a trigram LM {trigram.mean:.2f} % (MLM accuracy table)._")
-    return "_cpu scale: undertrained demonstrations (a few thousand pretraining steps on 10,000 sentences), not the paper's models._"
-
-
-def with_cpu_notes(text: str, note: str) -> str:
-    """``text`` with ``note`` under the heading of every cpu-scale table."""
-    lines = []
-    for line in text.split("\n"):
-        lines.append(line)
-        if line.startswith("### ") and line.rstrip().endswith("— cpu scale"):
-            lines += ["", note]
-    return "\n".join(lines)
 
 
 def _mean(values) -> Optional[float]:
@@ -938,13 +917,13 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     grid_runs = decomposition.finetune_runs(workspace_dir, graphs)
     grid, _ = decomposition.decomposition_cells(workspace_dir, graphs, runs=grid_runs)
     so_far = decomposition.seeds_so_far(grid_runs, grid, decomposition.recorded_runs())
-    cpu_note = undertrained_note(cells)
+    cpu_note = tables.undertrained_note(cells)
     results: List[Tuple[str, str]] = [
         ("The paper's question", question_section(cells)),
         ("Headline findings", headline_section(cells, grid, so_far)),
-        ("Paper tables", with_cpu_notes(tables_section(cells, problems), cpu_note)),
-        ("Related biases", with_cpu_notes(related_section(cells), cpu_note)),
-        ("Transformer Grammars", with_cpu_notes(tg_section(cells), cpu_note)),
+        ("Paper tables", tables.with_cpu_notes(tables_section(cells, problems), cells)),
+        ("Related biases", tables.with_cpu_notes(related_section(cells), cells)),
+        ("Transformer Grammars", tables.with_cpu_notes(tg_section(cells), cells)),
         (TG_BUDGETS, tg_budget_section(workspace_dir, graphs, recorded if keep_record else None)),
         ("Where the Wolof gap is", decomposition_section(workspace_dir, graphs, curves_dir, report_dir, keep_record)),
         ("Corpus parser against the fine-tuned µBERT parsers (cpu scale)",

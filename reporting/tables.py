@@ -428,6 +428,45 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M")
     return True
 
 
+# The tables whose models are language models over trees: their caveat cites a TG figure, not µB-M's.
+TG_TABLES = tuple(LOCAL_TABLES)
+
+
+def undertrained_note(cells: Sequence[Cell], table: str = "table2") -> str:
+    """A cpu table's one-line caveat with the figure that shows it: for the TG tables, TXL (terminals)'s
+    perplexity at cpu scale against the paper-scale budget's; for the others, µB-M's MLM accuracy
+    against a trigram LM's (the record's cells count: ``cells`` may be merged with it)."""
+    by_key = {(c.table, c.scale, c.row, c.column): c for c in cells if c.result}
+    if table in TG_TABLES:
+        language = LOCAL_TABLES[table]["columns"][0]
+        small = by_key.get(("tg_long" if table == "tg_long" else "tg", "cpu", "txl_terminals", language))
+        paper = by_key.get(("tg", "paper", "txl_terminals", language))
+        if small is not None and paper is not None:
+            return (f"_cpu scale: undertrained demonstrations, not the TG paper's models: TXL (terminals) reads "
+                    f"{short_title(language)} per-word perplexity {small.mean:.2f} here, {paper.mean:.2f} at the "
+                    f"paper-scale budget (`tg` table, paper scale)._")
+        return "_cpu scale: undertrained demonstrations (a few hundred steps), not the TG paper's models._"
+    mlm = {(c.row, c.column): c for c in by_key.values() if c.table == "mlm:accuracy" and c.scale == "cpu"}
+    for (row, language), cell in sorted(mlm.items()):
+        trigram = mlm.get(("trigram-LM", language))
+        if row == "M" and trigram is not None:
+            return (f"_cpu scale: undertrained demonstrations, not the paper's models: µB-M guesses {cell.mean:.2f} % of "
+                    f"masked {short_title(language)} dev tokens, a trigram LM {trigram.mean:.2f} % (MLM accuracy table)._")
+    return "_cpu scale: undertrained demonstrations (a few thousand pretraining steps on 10,000 sentences), not the paper's models._"
+
+
+def with_cpu_notes(text: str, cells: Sequence[Cell]) -> str:
+    """``text`` with each cpu-scale table's caveat (`undertrained_note`) under its heading."""
+    by_title = {title: table for table, title in TABLE_TITLES.items()}
+    lines = []
+    for line in text.split("\n"):
+        lines.append(line)
+        if line.startswith("### ") and line.rstrip().endswith("— cpu scale"):
+            title = line[4:].rstrip().rsplit(" — ", 1)[0]
+            lines += ["", undertrained_note(cells, by_title.get(title, "table2"))]
+    return "\n".join(lines)
+
+
 def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence[str]] = None,
                  record: Optional[Sequence[Cell]] = None) -> Dict[str, List[Path]]:
     """Write every table for every scale that has cells; returns {scale: written files}.
@@ -443,6 +482,8 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
             stem = table.replace(":", "_")
             full_title = f"{title} — {scale} scale"
             markdown = table_markdown(table, full_title, columns, table_rows)
+            if scale == "cpu":
+                markdown = with_cpu_notes(markdown, list(cells) + list(record or []))
             for suffix, text in (("md", markdown),
                                  ("tex", to_latex(full_title, columns, table_rows)),
                                  ("csv", to_csv(table, scale, columns, table_rows, cells))):
@@ -630,7 +671,8 @@ def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[
         directory = out_dir / scale
         directory.mkdir(parents=True, exist_ok=True)
         for stem, columns, title, extra in RELATED_TABLES:
-            for target, text in ((directory / f"{stem}.md", related_markdown(cells, scale, columns, title, **extra)),
+            markdown = related_markdown(cells, scale, columns, title, **extra)
+            for target, text in ((directory / f"{stem}.md", with_cpu_notes(markdown, cells) if scale == "cpu" else markdown),
                                  (directory / f"{stem}.csv", related_csv(cells, scale, columns))):
                 target.write_text(text, encoding="utf-8")
                 written.append(target)

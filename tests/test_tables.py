@@ -328,3 +328,33 @@ def test_a_table_whose_figures_share_their_provenance_says_it_once():
     assert "Provenance: every figure is from the cache that wrote this." in cached and "†" not in cached
     mixed = markdown([cell("M", [68.0, 68.5, 69.0], True), cell("MX", [69.0, 69.5, 70.5], False)])
     assert "| µB-M | 68.50 ± 0.50 † |" in mixed and tables.RECORD_KEPT_NOTE in mixed and "Provenance" not in mixed
+
+
+def test_cpu_tables_carry_the_caveat_with_the_figure_that_shows_it(tmp_path):
+    """Each cpu table file says its models are undertrained, with its own kind's figure: the TG tables
+    TXL (terminals)'s perplexity here and at the paper-scale budget, the others µB-M's MLM accuracy
+    against the trigram LM's; the paper-scale files carry no caveat."""
+    from steps.evaluate.scoring import AggregateCell
+
+    def cell(table, scale, row, column, value):
+        return Cell(table, scale, row, column, result=AggregateCell().run(scores=[dict(
+            table=table, row=row, column=column, scale=scale, task="t", metric="m", seed=42, test=value, dev=None)]))
+
+    cells = [cell("tg", "cpu", "txl_terminals", "wolof", 2910.0), cell("tg", "paper", "txl_terminals", "wolof", 498.5),
+             cell("table2", "cpu", "M", "wolof", 68.0), cell("table2", "paper", "M", "wolof", 75.0),
+             cell("mlm:accuracy", "cpu", "M", "wolof", 8.8), cell("mlm:accuracy", "cpu", "trigram-LM", "wolof", 30.6)]
+    tables.write_tables(cells, tmp_path, scales=["cpu", "paper"])
+    tables.write_related_tables(cells, tmp_path, scales=["cpu"])
+
+    def second_paragraph(path):
+        return (tmp_path / path).read_text().split("\n\n")[1]
+
+    assert second_paragraph("cpu/tg.md").startswith("_cpu scale: undertrained")
+    assert "2910.00 here, 498.50 at the paper-scale budget" in second_paragraph("cpu/tg.md")
+    for path in ("cpu/table2.md", "cpu/mlm_accuracy.md"):
+        assert "µB-M guesses 8.80 % of masked Wolof dev tokens, a trigram LM 30.60 %" in second_paragraph(path)
+    assert "undertrained" not in (tmp_path / "paper" / "table2.md").read_text()
+    assert "undertrained" not in (tmp_path / "paper" / "tg.md").read_text()
+    # Without the paper-scale TG cell there is no figure to cite: the caveat says so in words.
+    assert tables.undertrained_note(cells[:1], "tg") == (
+        "_cpu scale: undertrained demonstrations (a few hundred steps), not the TG paper's models._")
