@@ -18,12 +18,14 @@ import json
 import math
 import shutil
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from safetensors.torch import load_file, save_file
 from tango import Step
+from tango.common import Tqdm
 from tango.format import JsonFormat
 from transformers import get_cosine_schedule_with_warmup
 
@@ -263,7 +265,11 @@ class TrainTgLanguageModel(Step):
             state["resumed_from"].append(state["step"])
             self.logger.info("%s: resuming from step %d (checkpoint %s)", kind, state["step"], harness.path)
         losses: List[Tuple[int, torch.Tensor]] = []  # steps whose loss is still on the device
-        with torch_threads(num_threads), harness:
+        # A bar over the steps this run may take (a stop rule may end it sooner): a paper-scale LM
+        # logs its loss only every max_steps / 20 steps.
+        progress = Tqdm.tqdm(total=budget, initial=state["step"], desc=f"training {kind} LM")
+        shown: Dict[str, str] = {}  # the bar's latest loss and dev point
+        with torch_threads(num_threads), harness, closing(progress):
             model.train()
             while state["step"] < budget and state["stopped_by"] is None:
                 step_start = time.perf_counter()
@@ -282,6 +288,7 @@ class TrainTgLanguageModel(Step):
                 optimizer.zero_grad(set_to_none=True)
                 state["step"] = step
                 losses.append((step, loss.detach()))
+                progress.update(1)
                 logged = step % max(1, max_steps // 20) == 0 or step == max_steps
                 validating = validate_every is not None and (step % validate_every == 0 or step == budget)
                 checkpointing = step % checkpoint_every == 0 or step == budget or harness.stop_requested
@@ -293,6 +300,8 @@ class TrainTgLanguageModel(Step):
                         if number == step and logged:
                             state["history"].append({"step": step, "loss": value})
                             self.logger.info("%s step %d/%d loss %.3f", kind, step, max_steps, value)
+                    shown["loss"] = f"{value:.3f}"
+                    progress.set_postfix(shown)
                     losses = []
                 state["train_seconds"] += time.perf_counter() - step_start
                 if validating:
@@ -309,6 +318,8 @@ class TrainTgLanguageModel(Step):
                         state["best_step"] = step
                     state["validation_seconds"] += time.perf_counter() - validation_start
                     state["stopped_by"] = stop_reason(state["dev_history"], stop_at_perplexity, plateau_validations, plateau_tolerance)
+                    shown["dev ppl"] = f"{point['perplexity']:.1f}"
+                    progress.set_postfix(shown)
                     self.logger.info("%s step %d: dev per-word perplexity %.2f over %d words%s", kind, step, point["perplexity"],
                                      point["words"], f"; stopping ({state['stopped_by']})" if state["stopped_by"] else "")
                 finished = step == budget or state["stopped_by"] is not None
