@@ -88,7 +88,7 @@ local paper_ud = {
     // The cpu scale's corpus parser (the same cached step).
     parser_budget: $.cpu.parser_budget,
     max_length: 512,
-    // Transformer-Grammar LMs trained on a GPU as jobs that resume each other (`checkpoint_every`, not
+    // Transformer-Grammar LMs, trainable as jobs that resume each other (`checkpoint_every`, not
     // keyed): a dev point every 1,000 steps on 1,000 held-out sentences. `budget` is the stop rule of
     // TXL (terminals), seed by seed; TG and TXL (trees) of the seed then train the steps it took
     // (lib.tg_experiment), so the three kinds share one budget. Each keeps the weights of its lowest dev
