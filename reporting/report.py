@@ -871,7 +871,22 @@ def headline_section(cells, grid, so_far) -> str:
                 text += (f"The `{regime}` regime with the `{encoder}` encoder, {len(finished.seeds)} seed"
                          f"{'s' if len(finished.seeds) > 1 else ''} finished so far: {test:.2f}. ")
         parts.append(text.rstrip())
+    parts += tg_headline(cells, paper)
     return "\n\n".join(parts) + "\n"
+
+
+def tg_headline(cells, paper) -> List[str]:
+    """The TG comparison at the paper-scale budget in one paragraph: each TG table's TG − TXL (trees)
+    read against the TG paper's (the tables' own reading), or nothing before those cells exist."""
+    readings = []
+    for table, measure in (("tg", "Held-out perplexity"), ("tg_agreement", "EWT subject–verb agreement accuracy")):
+        columns, table_rows = tables.build_table(table, "paper", cells, paper)
+        reading = tables.contrast_markdown(table, columns, table_rows).strip()
+        if reading:
+            readings.append(f"{measure}: {reading}")
+    if not readings:
+        return []
+    return ["**Transformer Grammars at the paper-scale budget** (Δ ± 95% CI, paired by seed; the `tg` tables below). " + " ".join(readings)]
 
 
 def related_conflicts(cells) -> str:

@@ -358,3 +358,25 @@ def test_cpu_tables_carry_the_caveat_with_the_figure_that_shows_it(tmp_path):
     # Without the paper-scale TG cell there is no figure to cite: the caveat says so in words.
     assert tables.undertrained_note(cells[:1], "tg") == (
         "_cpu scale: undertrained demonstrations (a few hundred steps), not the TG paper's models._")
+
+
+def test_results_headline_reads_the_paper_scale_tg_contrast(tmp_path):
+    """RESULTS' headline carries the paper-scale TG − TXL (trees) reading of the TG tables (here TG
+    lower by 10 on each of 3 seeds: an interval of width 0 that excludes 0), and nothing without cells."""
+    import json as json_module
+
+    from reporting import report
+    from steps.evaluate.scoring import AggregateCell
+
+    def cell(row, values):
+        return Cell("tg", "paper", row, "wolof", result=AggregateCell().run(scores=[dict(
+            table="tg", row=row, column="wolof", scale="paper", task="language_modelling", metric="perplexity",
+            seed=42 + i, test=value, dev=None) for i, value in enumerate(values)]))
+
+    paper = json_module.loads(tables.PAPER_TABLES.read_text())
+    assert report.tg_headline([], paper) == []
+    (headline,) = report.tg_headline([cell("tg", [90.0, 95.0, 100.0]), cell("txl_trees", [100.0, 105.0, 110.0])], paper)
+    assert headline.startswith("**Transformer Grammars at the paper-scale budget** (Δ ± 95% CI")
+    assert "Held-out perplexity: TG − TXL (trees) against the TG paper's +0.6" in headline
+    assert "Wolof -10.00 ± 0.00: TG better, its interval excludes 0: against the paper's direction" in headline
+    assert "agreement" not in headline
