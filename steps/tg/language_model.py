@@ -315,7 +315,6 @@ class TrainTgLanguageModel(Step):
                         # Written before the checkpoint that records it: a run resumed from an older
                         # checkpoint replays this point bit for bit and writes the same file again.
                         _save_weights(model, self.work_dir / BEST_WEIGHTS)
-                        state["best_step"] = step
                     state["validation_seconds"] += time.perf_counter() - validation_start
                     state["stopped_by"] = stop_reason(state["dev_history"], stop_at_perplexity, plateau_validations, plateau_tolerance)
                     shown["dev ppl"] = f"{point['perplexity']:.1f}"
@@ -329,7 +328,8 @@ class TrainTgLanguageModel(Step):
         stopped_by = state["stopped_by"] or ("budget_from" if budget < max_steps else "max_steps")
         out = self.work_dir / "lm"
         out.mkdir(parents=True, exist_ok=True)
-        selected = state.get("best_step") if select_best else state["step"]
+        # The first lowest dev point: the one whose weights BEST_WEIGHTS holds (written on a strict improvement).
+        selected = min(state["dev_history"], key=lambda p: p["perplexity"])["step"] if select_best else state["step"]
         if select_best:
             shutil.copyfile(self.work_dir / BEST_WEIGHTS, out / WEIGHTS)  # a copy: a rerun of this tail finds it again
         else:
