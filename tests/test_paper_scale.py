@@ -222,6 +222,34 @@ def test_a_cache_entry_copied_from_another_machine_counts_as_completed(tmp_path)
     assert here.step_info(absent).state == StepState.INCOMPLETE
 
 
+def test_a_run_stopped_here_and_finished_elsewhere_counts_as_completed(tmp_path):
+    """A short job stopped here leaves a "failed" record; the step then finished on another machine
+    and its entry was unpacked here. The complete entry wins over the record (`tango run -j` failed
+    the step for it)."""
+    import shutil
+
+    from tango.step_info import StepState
+    from tango.workspaces import LocalWorkspace
+
+    _toy_steps()
+    from tango import Step
+
+    double = Step.by_name("toy_double")
+    step, other = double(value=6), double(value=8)
+    here = LocalWorkspace(tmp_path / "here")
+    for stopped in (step, other):
+        here.step_starting(stopped)
+        here.step_failed(stopped, KeyboardInterrupt("stopped after step 3, checkpoint written"))
+    assert here.step_info(step).state == StepState.FAILED
+    there = LocalWorkspace(tmp_path / "there")
+    assert step.result(there) == 12
+    shutil.rmtree(tmp_path / "here" / "cache" / step.unique_id)
+    shutil.copytree(there.step_dir(step), tmp_path / "here" / "cache" / step.unique_id)
+    assert here.step_info(step).state == StepState.COMPLETED
+    assert here.step_info(step).error is None
+    assert here.step_info(other).state == StepState.FAILED  # nothing finished it: the record stands
+
+
 def test_tango_reads_an_experiment_file_without_cached_path(tmp_path, monkeypatch):
     """The GPU image lacks cached-path's cloud clients; the compat shim's stand-in reads local files."""
     import pytest

@@ -161,19 +161,21 @@ def _adopt_entries_copied_from_another_machine() -> None:
     # workspace's step-info database: Tango 1.3.2 makes one that says "incomplete", and under
     # `tango run -j` a step whose record still says so after its process found it in the cache is
     # failed. An "incomplete" record beside a complete entry (metadata written last) is such a copy:
-    # record it as completed where it lies.
+    # record it as completed where it lies. So is a "failed" one: a run stopped here (a short job's
+    # budget) and finished on another machine, whose entry was then unpacked here (tools/jobs.py).
     from tango.step_caches.local_step_cache import LocalStepCache
 
     stock = LocalWorkspace.step_info
 
     def step_info(self, step_or_unique_id):
         record = stock(self, step_or_unique_id)
-        if record.state != StepState.INCOMPLETE or not record.cacheable:
+        if not record.cacheable or record.state not in (StepState.INCOMPLETE, StepState.FAILED):
             return record
         step_dir = self.step_dir(record.unique_id)
         if not (step_dir / LocalStepCache.METADATA_FILE_NAME).exists():
             return record
         record.start_time = record.end_time = utc_now_datetime()
+        record.error = None
         record.result_location = str(step_dir.absolute())
         with SqliteDict(self.step_info_file) as records:
             records[record.unique_id] = record
