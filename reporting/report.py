@@ -303,7 +303,36 @@ def gpu_side_by_side_section(path: Path = GPU_SIDE_BY_SIDE_JSON) -> str:
             f"the alone paces from {alone_pace['source']}). "
             f"µB-M alone, resumed: steps {alone['steps'][0]:,}–{alone['steps'][1]:,} in {alone['seconds']} s "
             f"({alone['note']}). Dev MLM loss of the lost encoder of the same step at the same steps: {lost}.\n\n"
-            + markdown_table(["condition", "steps", "seconds", "slowest window (steps/s)", "fastest window (steps/s)", "dev MLM loss by step"], rows))
+            + markdown_table(["condition", "steps", "seconds", "slowest window (steps/s)", "fastest window (steps/s)", "dev MLM loss by step"], rows)
+            + "\n" + gpu_side_by_side_records())
+
+
+GPU_SIDE_BY_SIDE_JSONL = Path("docs/benchmarks/gpu_side_by_side.jsonl")
+
+
+def gpu_side_by_side_records(path: Path = GPU_SIDE_BY_SIDE_JSONL) -> str:
+    """Later jobs of several pretrainings on one GPU (benchmarks/gpu/side_by_side.py), a row per run."""
+    if not path.exists():
+        return ""
+    rows = []
+    for record in read_jsonl(path):
+        busy = record["gpu_utilisation_percent"]["median_while_training"]
+        for run in record["runs"]:
+            windows = run["pace_windows_steps_per_second"]
+            share = record["share_of_alone_pace"].get(run["condition"])
+            rows.append((run["condition"], record["device"], record["side_by_side"],
+                         f"{run['steps'][0]:,}–{run['steps'][1]:,}" + ("" if run["finished"] else " (stopped)"),
+                         min(windows), statistics.median(windows), max(windows), "—" if share is None else share,
+                         "—" if busy is None else f"{busy:.0f}",
+                         ", ".join(f"{step}: {loss}" for step, loss in run["dev_mlm_loss"].items())))
+    commands = "; ".join(dict.fromkeys(f"`{r['command']}` ({r['note']})" if r["note"] else f"`{r['command']}`" for r in read_jsonl(path)))
+    sources = "; ".join(dict.fromkeys(r["alone_steps_per_second"]["source"] for r in read_jsonl(path) if r["alone_steps_per_second"]))
+    return (f"Later jobs, summarised from their own logs by `python benchmarks/gpu/side_by_side.py LOGS --smi SAMPLES --json {path}`: "
+            f"{commands}. Pace windows are a minute each, the first of each process (start-up, compile) left out; a window "
+            f"holding a dev evaluation is slower. \"× alone\": the median window over the run's pace alone ({sources}); "
+            "GPU busy: the median nvidia-smi utilisation from the first busy sample to the last.\n\n"
+            + markdown_table(["condition", "device", "side by side", "steps", "slowest window (steps/s)", "median window (steps/s)",
+                              "fastest window (steps/s)", "× alone", "GPU busy (%)", "dev MLM loss by step"], rows))
 
 
 LOADER_EPOCH_JSONL = Path("docs/benchmarks/loader_epoch.jsonl")

@@ -184,6 +184,47 @@ def test_fine_tuning_epoch_costs_come_from_the_runs_logs_or_their_metrics(tmp_pa
     assert "not recorded" in report.gpu_finetune_section(tmp_path / "absent.jsonl")
 
 
+def test_pretrainings_side_by_side_come_from_the_jobs_own_logs(tmp_path):
+    """side_by_side reads each pretraining's log (progress-bar redraws, a resumed run, a stop, the
+    first pace window left out) and the nvidia-smi samples; the report prints a row per run."""
+    from benchmarks.gpu import side_by_side
+
+    def window(step, rate):
+        return f"  pretraining M: 69%|#  | {step}/62500 [01:00<04:00]\r[11/27/26 13:20:41] INFO     step {step}/62500: {rate} steps/s, 5 tokens/s in this window   pretrain.py:259\n"
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "0.log").write_text(
+        "[11/27/26 13:19:38] INFO     resuming from step 43170 (checkpoint x/work/checkpoint.pt)\n"
+        "[11/27/26 13:19:38] INFO     pretraining M: 1756 parameters, 38322 train rows\n"
+        + window(44920, 29.0) + window(50050, 72.2) + window(55600, 92.2) + window(60450, 80.6)
+        + '[11/27/26 13:24:21] INFO     step 62500: {"dev_mlm_loss": 3.01014, "dev_loss": 3.0101, "step": 62500}   pretrain.py:551\n')
+    (logs / "1.log").write_text(
+        "[11/27/26 13:19:38] INFO     pretraining MX: 1756 parameters, 38322 train rows\n"
+        + window(750, 12.4).replace(" M:", " MX:") + window(4500, 62.0).replace(" M:", " MX:")
+        + '[11/27/26 13:23:25] INFO     step 10000: {"dev_mlm_loss": 4.1982, "dev_xpos_loss": 0.6}\n'
+        + window(11000, 40.0).replace(" M:", " MX:")
+        + "[11/27/26 13:28:12] INFO     interrupted: stopped after step 12039 of 62500, checkpoint written\n")
+    (logs / "2.log").write_text("a target that trains nothing\n")
+    smi = tmp_path / "smi.csv"
+    smi.write_text("2026/11/27 13:19:06.548, 0 %, 0 MiB\n2026/11/27 13:19:21.5, 40 %, 45 MiB\n"
+                   "2026/11/27 13:19:36.6, 0 %, 45 MiB\n2026/11/27 13:19:51.6, 90 %, 46 MiB\n2026/11/27 13:20:06.6, 0 %, 0 MiB\n")
+    made = side_by_side.record(logs, smi, "jobs.py run …", {"M": 100.0, "MX": 50.0}, "a pace file", device="H200")
+    m, mx = made["runs"]
+    assert (m["condition"], m["steps"], m["finished"], m["pace_windows_steps_per_second"]) == ("M", [43170, 62500], True, [72.2, 92.2, 80.6])
+    assert m["dev_mlm_loss"] == {"62500": 3.0101}
+    assert (mx["steps"], mx["finished"], mx["pace_windows_steps_per_second"], mx["dev_mlm_loss"]) == ([0, 12039], False, [62.0, 40.0], {"10000": 4.1982})
+    assert made["gpu_utilisation_percent"]["median_while_training"] == 40  # 40, 0, 90: from the first busy sample to the last
+    assert made["share_of_alone_pace"] == {"M": 0.81, "MX": 1.02} and made["together_times_one_at_a_time"] == 1.83
+
+    path = tmp_path / "gpu_side_by_side.jsonl"
+    path.write_text(json.dumps(made) + "\n")
+    rows = [line for line in report.gpu_side_by_side_records(path).splitlines() if line.startswith("| M")]
+    assert rows == ["| M | H200 | 2 | 43,170–62,500 | 72.20 | 80.60 | 92.20 | 0.81 | 40 | 62500: 3.0101 |",
+                    "| MX | H200 | 2 | 0–12,039 (stopped) | 40.00 | 51.00 | 62.00 | 1.02 | 40 | 10000: 4.1982 |"]
+    assert report.gpu_side_by_side_records(tmp_path / "absent.jsonl") == ""
+
+
 def test_the_in_progress_section_shows_how_far_each_checkpointed_run_got():
     from reporting.cache import Unfinished
 
