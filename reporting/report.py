@@ -28,10 +28,10 @@ from tango.step_info import StepInfo
 
 from reporting.cache import unfinished_entries
 from reporting.cells import collect_cells, merge_record, record_cells
-from reporting.graphs import REPO, FileGraph, experiment_files, load_graphs, scales_of_steps
+from reporting.graphs import REPO, FileGraph, cached_result, experiment_files, load_graphs, scales_of_steps
 from reporting.languages import languages, short_title
 from reporting.records import read_jsonl
-from reporting import tables
+from reporting import significance, tables
 from reporting.tables import markdown_summary, related_summary
 
 DOCS_RESULTS = REPO / "docs" / "RESULTS.md"
@@ -942,6 +942,75 @@ def related_conflicts(cells) -> str:
             "fine-tunings of the same configuration (runs.csv names the runs).\n")
 
 
+FIRST_PRETRAINING = Path("docs/predictions/first-pretraining")
+# The paper-scale µB-M cells whose first encoder is gone: (task, score scale, table, fine-tuning step prefix).
+PRETRAINED_AGAIN = (("UD parsing, test LAS", "gpu-paper_tenth", "table2", "ud_parser_s"),
+                    ("NER, test F1", "gpu-cpu_x2", "table3", "ner_s"))
+PRETRAINED_AGAIN_FILE = "experiments/paper/wolof_m.jsonnet"
+
+
+def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], first: Path = FIRST_PRETRAINING,
+                             side_by_side: Path = GPU_SIDE_BY_SIDE_JSON) -> str:
+    """The Wolof paper-scale µB-M pretrained a second time (same step, same config, same seed) against
+    the first pretraining, whose encoder was lost but whose fine-tuned cells are committed: per seed,
+    and the paired difference. Answers whether a paper-scale pretraining is reproduced bit for bit."""
+    graph = next((g for g in graphs if g.path == PRETRAINED_AGAIN_FILE and not g.error), None)
+    if graph is None or not first.is_dir():
+        return f"_not available: {PRETRAINED_AGAIN_FILE} or {first} is missing_\n"
+    rows, differences = [], []
+    for task, scale, table, prefix in PRETRAINED_AGAIN:
+        before = {}
+        for metrics_file in sorted((first / scale / table / "M" / "wolof").glob("seed*/metrics.json")):
+            metrics = json.loads(metrics_file.read_text())
+            before[metrics["seed"]] = metrics["test"][metrics["primary_metric"]]
+        again = {}
+        for name, (_, unique_id) in graph.steps.items():
+            if name.startswith(prefix) and name[len(prefix):].isdigit():
+                result = cached_result(workspace_dir, unique_id)
+                if result is not None and (Path(result) / "metrics.json").exists():
+                    metrics = json.loads((Path(result) / "metrics.json").read_text())
+                    again[metrics["seed"]] = metrics["test"][metrics["primary_metric"]]
+        shared = sorted(set(before) & set(again))
+        if not shared:
+            rows.append((task, "—", "—", "—", "—", "none yet"))
+            continue
+        difference = significance.interval([again[seed] - before[seed] for seed in shared])
+        differences.append((task, difference, [again[seed] - before[seed] for seed in shared]))
+        rows.append((task, ", ".join(f"{seed}: {before[seed]:.2f}" for seed in shared),
+                     ", ".join(f"{seed}: {again[seed]:.2f}" for seed in shared),
+                     f"{statistics.fmean(before[s] for s in shared):.2f} / {statistics.fmean(again[s] for s in shared):.2f}",
+                     difference.text(), f"{len(shared)}"))
+    losses = ""
+    if side_by_side.exists():
+        lost = json.loads(side_by_side.read_text()).get("lost_encoder_dev_mlm_loss", {})
+        pretraining = cached_result(workspace_dir, graph.steps["pretrained_model"][1]) if "pretrained_model" in graph.steps else None
+        history = {}
+        if pretraining is not None and (Path(pretraining) / "metrics.json").exists():
+            history = {str(r["step"]): r["dev_mlm_loss"] for r in json.loads((Path(pretraining) / "metrics.json").read_text())["history"]}
+        pairs = [f"{int(step):,}: {lost[step]:.4f} / {history[step]:.4f}" for step in lost if step in history]
+        if pairs:
+            losses = f" Dev MLM loss, first / again: {'; '.join(pairs)}."
+    verdicts = []
+    for task, difference, values in differences:
+        if all(value == 0 for value in values):
+            verdicts.append(f"{task}: bit-identical")
+        elif difference.half_width is None:
+            verdicts.append(f"{task}: differs ({difference.text()}), too few seeds for an interval")
+        else:
+            inside = abs(difference.mean) <= difference.half_width
+            verdicts.append(f"{task}: not bit-identical, {'within' if inside else 'beyond'} seed noise "
+                            f"({difference.text()}, the interval {'includes' if inside else 'excludes'} 0)")
+    head = (f"The paper-scale Wolof µB-M of `{PRETRAINED_AGAIN_FILE}` was pretrained twice with the same step, configuration and "
+            "seed (the first on one GPU, its encoder then lost; the second resumed its own checkpoints across GPU jobs, "
+            "releases/wolof/m-paper-s42). The first pretraining's fine-tuned cells are committed under "
+            f"`{first}/`; the second's are this cache's runs of the same steps and seeds. Δ ± 95% CI: again − first, "
+            f"paired by seed.{losses} "
+            + ("Verdict: " + "; ".join(verdicts) + "." if verdicts else "No seed of the second pretraining is fine-tuned in this cache yet.")
+            + "\n\n")
+    return head + markdown_table(["task", "first pretraining, by seed", "pretrained again, by seed", "mean (first / again)",
+                                  "Δ ± 95% CI", "seeds"], rows)
+
+
 def _title(row: str) -> str:
     return f"µB-{row}" if row == "M" else row
 
@@ -969,6 +1038,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Related biases", tables.with_cpu_notes(related_section(cells), cells)),
         ("Transformer Grammars", tables.with_cpu_notes(tg_section(cells), cells)),
         (TG_BUDGETS, tg_budget_section(workspace_dir, graphs, recorded if keep_record else None)),
+        ("µB-M pretrained again at the paper's scale", pretrained_again_section(workspace_dir, graphs)),
         ("Where the Wolof gap is", decomposition_section(workspace_dir, graphs, curves_dir, report_dir, keep_record)),
         ("Corpus parser against the fine-tuned µBERT parsers (cpu scale)",
          f"{cpu_note}\n\n" + parser_against_encoder_section(cells, corpus_parser_las(workspace, recorded if keep_record else None))),

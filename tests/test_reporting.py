@@ -225,6 +225,38 @@ def test_pretrainings_side_by_side_come_from_the_jobs_own_logs(tmp_path):
     assert report.gpu_side_by_side_records(tmp_path / "absent.jsonl") == ""
 
 
+def test_the_encoder_pretrained_again_is_compared_seed_by_seed_with_the_first(tmp_path, monkeypatch):
+    """The first pretraining's committed cells against this cache's runs of the same steps: shared
+    seeds only, again − first with its interval, and a verdict that says bit-identical only when it is."""
+    from reporting.graphs import FileGraph
+
+    first = tmp_path / "first"
+    def cell(folder, seed, metric, value):
+        path = folder / f"seed{seed}" / "metrics.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"seed": seed, "primary_metric": metric, "test": {metric: value}}))
+        return path.parent
+
+    for seed, value in ((42, 74.0), (43, 75.0), (44, 74.5)):
+        cell(first / "gpu-paper_tenth" / "table2" / "M" / "wolof", seed, "las", value)
+    for seed, value in ((42, 88.0), (43, 89.0)):
+        cell(first / "gpu-cpu_x2" / "table3" / "M" / "wolof", seed, "f1", value)
+    cache = {"ud42": cell(tmp_path / "ud", 42, "las", 75.0), "ud43": cell(tmp_path / "ud", 43, "las", 75.5),
+             "ner42": cell(tmp_path / "ner", 42, "f1", 88.0), "ner43": cell(tmp_path / "ner", 43, "f1", 89.0)}
+    monkeypatch.setattr(report, "cached_result", lambda workspace, unique_id: cache.get(unique_id))
+    graph = FileGraph(report.PRETRAINED_AGAIN_FILE, steps={
+        "ud_parser_s42": ["FinetuneUdParser", "ud42"], "ud_parser_s43": ["FinetuneUdParser", "ud43"],
+        "ud_parser_s44": ["FinetuneUdParser", "ud44"], "ner_s42": ["FinetuneNer", "ner42"], "ner_s43": ["FinetuneNer", "ner43"],
+        "ud_parser_score_s42": ["ScoreCell", "score"]})
+    text = report.pretrained_again_section(tmp_path, [graph], first, tmp_path / "absent.json")
+    rows = [line for line in text.splitlines() if line.startswith("| UD") or line.startswith("| NER")]
+    # UD: seeds 42, 43 shared (44 not run again): differences 1.0 and 0.5, mean 0.75, t(1) 12.706 × 0.3536 / √2.
+    assert rows == ["| UD parsing, test LAS | 42: 74.00, 43: 75.00 | 42: 75.00, 43: 75.50 | 74.50 / 75.25 | +0.75 ± 3.18 | 2 |",
+                    "| NER, test F1 | 42: 88.00, 43: 89.00 | 42: 88.00, 43: 89.00 | 88.50 / 88.50 | +0.00 ± 0.00 | 2 |"]
+    assert "UD parsing, test LAS: not bit-identical, within seed noise" in text and "NER, test F1: bit-identical" in text
+    assert "not available" in report.pretrained_again_section(tmp_path, [], first)
+
+
 def test_the_in_progress_section_shows_how_far_each_checkpointed_run_got():
     from reporting.cache import Unfinished
 
