@@ -39,6 +39,7 @@ from reporting.cells import CSV_FIELDS, Cell, collect_cells, csv_line, merge_rec
 from reporting.graphs import REPO
 from reporting.languages import short_title, variant_of
 from reporting.significance import Difference, paired_difference
+from reporting.records import read_jsonl
 from steps.evaluate.scoring import format_mean_sd
 
 logger = logging.getLogger(__name__)
@@ -528,6 +529,24 @@ MLM_NOTE = ("One pretrained encoder per row (pretraining seed 42), scored on the
             "spread, so no intervals. The bins cut the vocabulary's types into fifths by training count, so bins 1-4 "
             "hold few dev tokens (the counts are in each `mlm_accuracy` result's metrics.json). Word completion: over "
             "continuation pieces, a guess that makes the word a training word type.")
+CORPUS_OVERLAP_JSONL = Path("docs/benchmarks/corpus_overlap.jsonl")
+
+
+def corpus_overlap_note(scale: str, path: Path = CORPUS_OVERLAP_JSONL) -> str:
+    """How much of the scored text stands verbatim in the scale's pretraining corpus
+    (tools/corpus_overlap.py), the latest record per language; "" where none is recorded."""
+    if not path.exists():
+        return ""
+    latest = {r["language"]: r for r in read_jsonl(path) if r["scale"] == scale}
+    if not latest:
+        return ""
+    parts = [f"{short_title(language)}: {r['sentences_in_corpus']} of the {r['sentences']} sentences "
+             f"({r['tokens_in_corpus']:,} of {r['tokens']:,} tokens) stand verbatim in the corpus's train split "
+             f"({r['corpus_train_sentences']:,} sentences)" for language, r in sorted(latest.items())]
+    return (" Scored text seen in pretraining (`python tools/corpus_overlap.py FILE`, " + str(path) + "): " + "; ".join(parts)
+            + ". A model may recall such a sentence rather than predict it, an n-gram model most of all.")
+
+
 SEED_FINDINGS = {
     "A": "Edman et al. (seed 003), band attention NLM-A: below NLM-C on MLM accuracy (and worse as the "
          "window grows), but the best model downstream (NLI, POS), since the band stays on at fine-tuning.",
@@ -614,7 +633,7 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
     if provenance_line:
         lines += ["", provenance_line]
     if note:
-        lines += ["", note]
+        lines += ["", note + (corpus_overlap_note(scale) if columns == MLM_COLUMNS else "")]
     lines += _ranking_lines(by_key, languages, rows, columns[0])
     families = list(dict.fromkeys(f for f in map(_related_family, rows) if f in SEED_FINDINGS))
     if families:
