@@ -949,27 +949,31 @@ PRETRAINED_AGAIN = (("UD parsing, test LAS", "gpu-paper_tenth", "table2", "ud_pa
 PRETRAINED_AGAIN_FILE = "experiments/paper/wolof_m.jsonnet"
 
 
+def _test_by_seed(metrics_files: Iterable[Path]) -> Dict[int, float]:
+    """{seed: test figure} of fine-tuning metrics.json files (each names its primary metric)."""
+    found = {}
+    for path in metrics_files:
+        metrics = json.loads(Path(path).read_text())
+        found[metrics["seed"]] = metrics["test"][metrics["primary_metric"]]
+    return found
+
+
 def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], first: Path = FIRST_PRETRAINING,
-                             side_by_side: Path = GPU_SIDE_BY_SIDE_JSON) -> str:
+                             side_by_side: Path = GPU_SIDE_BY_SIDE_JSON, committed: Path = Path("docs/predictions")) -> str:
     """The Wolof paper-scale µB-M pretrained a second time (same step, same config, same seed) against
     the first pretraining, whose encoder was lost but whose fine-tuned cells are committed: per seed,
-    and the paired difference. Answers whether a paper-scale pretraining is reproduced bit for bit."""
+    and the paired difference. The second's figures are this cache's runs, else their committed
+    predictions (``committed``). Answers whether a paper-scale pretraining is reproduced bit for bit."""
     graph = next((g for g in graphs if g.path == PRETRAINED_AGAIN_FILE and not g.error), None)
     if graph is None or not first.is_dir():
         return f"_not available: {PRETRAINED_AGAIN_FILE} or {first} is missing_\n"
     rows, differences = [], []
     for task, scale, table, prefix in PRETRAINED_AGAIN:
-        before = {}
-        for metrics_file in sorted((first / scale / table / "M" / "wolof").glob("seed*/metrics.json")):
-            metrics = json.loads(metrics_file.read_text())
-            before[metrics["seed"]] = metrics["test"][metrics["primary_metric"]]
-        again = {}
-        for name, (_, unique_id) in graph.steps.items():
-            if name.startswith(prefix) and name[len(prefix):].isdigit():
-                result = cached_result(workspace_dir, unique_id)
-                if result is not None and (Path(result) / "metrics.json").exists():
-                    metrics = json.loads((Path(result) / "metrics.json").read_text())
-                    again[metrics["seed"]] = metrics["test"][metrics["primary_metric"]]
+        before = _test_by_seed(sorted((first / scale / table / "M" / "wolof").glob("seed*/metrics.json")))
+        results = [cached_result(workspace_dir, unique_id) for name, (_, unique_id) in graph.steps.items()
+                   if name.startswith(prefix) and name[len(prefix):].isdigit()]
+        again = {**_test_by_seed(sorted((committed / scale / table / "M" / "wolof").glob("seed*/metrics.json"))),
+                 **_test_by_seed(Path(r) / "metrics.json" for r in results if r is not None and (Path(r) / "metrics.json").exists())}
         shared = sorted(set(before) & set(again))
         if not shared:
             rows.append((task, "—", "—", "—", "—", "none yet"))
@@ -1003,7 +1007,8 @@ def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], f
     head = (f"The paper-scale Wolof µB-M of `{PRETRAINED_AGAIN_FILE}` was pretrained twice with the same step, configuration and "
             "seed (the first on one GPU, its encoder then lost; the second resumed its own checkpoints across GPU jobs, "
             "releases/wolof/m-paper-s42). The first pretraining's fine-tuned cells are committed under "
-            f"`{first}/`; the second's are this cache's runs of the same steps and seeds. Δ ± 95% CI: again − first, "
+            f"`{first}/`; the second's are the runs of the same steps and seeds (this cache's, else `{committed}/`). "
+            "Δ ± 95% CI: again − first, "
             f"paired by seed.{losses} "
             + ("Verdict: " + "; ".join(verdicts) + "." if verdicts else "No seed of the second pretraining is fine-tuned in this cache yet.")
             + "\n\n")
