@@ -39,7 +39,8 @@ def test_targets_are_tango_runs_of_a_file_or_of_its_named_steps(tmp_path):
     whole = jobs.target_command(str(experiment), tmp_path / "ws")
     named = jobs.target_command(f"{experiment}:pretrained_model,ud_parser_s42", tmp_path / "ws")
     assert whole[1] == "-c" and whole[3] == "--settings" and whole[5:7] == ["run", str(experiment)]
-    assert named[7:11] == ["-s", "pretrained_model", "-s", "ud_parser_s42"]
+    assert named[7:11] == ["-s", "pretrained_model", "-s", "ud_parser_s42"] and "-j" not in named
+    assert jobs.target_command(str(experiment), tmp_path / "ws", parallel=8)[-2:] == ["-j", "8"]
     with pytest.raises(SystemExit, match="no such experiment file"):
         jobs.target_command(str(tmp_path / "missing.jsonnet"), tmp_path / "ws")
 

@@ -1,6 +1,6 @@
 """Long runs as short jobs that resume each other, on this machine or another one.
 
-    python tools/jobs.py run  FILE[:STEP,...] [FILE[:STEP,...] ...] --budget SECONDS [--out DIR] [-w WORKSPACE]
+    python tools/jobs.py run  FILE[:STEP,...] [FILE[:STEP,...] ...] --budget SECONDS [--out DIR] [-j N] [-w WORKSPACE]
     python tools/jobs.py pack DIR --since UNIX_TIME [-w WORKSPACE]
     python tools/jobs.py unpack DIR [-w WORKSPACE]
 
@@ -52,15 +52,17 @@ MANIFEST = "jobs-manifest.json"
 STOPPED_LIMIT_MIB = 32
 
 
-def target_command(target: str, workspace: Path) -> List[str]:
-    """The command of one target: ``FILE`` or ``FILE:STEP,STEP``."""
+def target_command(target: str, workspace: Path, parallel: int = 1) -> List[str]:
+    """The command of one target: ``FILE`` or ``FILE:STEP,STEP``; ``parallel`` > 1 runs up to that
+    many of its steps at once (``tango run -j``: a file's fine-tunes side by side once its encoder is done)."""
     file, _, names = target.partition(":")
     if not Path(file).is_file():
         raise SystemExit(f"{file}: no such experiment file")
     chosen = [option for name in names.split(",") if name for option in ("-s", name)]
     # Tango's CLI with the project's shims loaded first (a machine without cached-path reads files through them).
     tango = [sys.executable, "-c", "import steps, tango.__main__ as cli; cli.main()"]
-    return [*tango, "--settings", str(REPO / "tango.yml"), "run", file, *chosen, "-w", str(workspace)]
+    return [*tango, "--settings", str(REPO / "tango.yml"), "run", file, *chosen, "-w", str(workspace),
+            *(["-j", str(parallel)] if parallel > 1 else [])]
 
 
 def last_lines(log: Path, count: int = 25) -> List[str]:
@@ -218,6 +220,7 @@ def main(argv=None) -> int:
     run.add_argument("targets", nargs="+", help="FILE (tango run FILE) or FILE:STEP,STEP (those steps and what they need)")
     run.add_argument("--budget", type=float, required=True, help="seconds before the runs are stopped at their next boundary")
     run.add_argument("--out", type=Path, help="where logs and the packed entries go")
+    run.add_argument("-j", "--parallel", type=int, default=1, help="steps each target runs at once (tango run -j)")
     pack_parser = commands.add_parser("pack", help="pack the cache entries changed since --since")
     pack_parser.add_argument("out", type=Path)
     pack_parser.add_argument("--since", type=float, default=0.0)
@@ -239,7 +242,7 @@ def main(argv=None) -> int:
         print(f"jobs: {len(names)} cache entries unpacked into {args.workspace / 'cache'}")
         return 0
     since = time.time()
-    status = run_side_by_side([target_command(t, args.workspace) for t in args.targets], args.budget,
+    status = run_side_by_side([target_command(t, args.workspace, args.parallel) for t in args.targets], args.budget,
                               args.out / "logs" if args.out else None)
     if args.out is not None:
         pack(args.workspace, args.out, since)
