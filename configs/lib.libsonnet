@@ -428,7 +428,10 @@ local pronto_tables = {
       } + (if $.soft_labelled(condition) then $.soft_label_steps() else {})
       + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
-                             pronto_missing_train=pronto_missing_train, column=$.column(language, corpus), regime=regime),
+                             pronto_missing_train=pronto_missing_train, column=$.column(language, corpus), regime=regime)
+      // A paper-scale encoder's MLM accuracy beside its cells (the MLM-accuracy table; not for G, see related_experiment).
+      + (if scale == "paper" && regime == null && corpus == null && (import "conditions.libsonnet").by_name[condition].attention != "syntax_gat" then
+           $.mlm_steps(language, condition, scale, seed, parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse) else {}),
     },
 
   // "µB-<condition>+G": the encoder pretrained under `condition` (the same cached step as its own
@@ -498,37 +501,46 @@ local pronto_tables = {
         { table: std.get({ table2: "related:ud", table3: "related:ner" }, steps[name].table, "related:" + steps[name].table) } else {})
       for name in std.objectFields(steps)
     };
-    local mlm_metrics = ["accuracy", "bin1", "bin2", "bin3", "bin4", "bin5", "word_completion"];
+    local by_name = std.get((import "conditions.libsonnet").by_name, condition, {});
     {
-      // No MLM accuracy for encoders whose attention reads a parse (G): mlm_accuracy feeds no trees;
-      // M+G's encoder is µB-M's.
-      steps: retitle(base.steps) + (if condition == "random-init" || condition == "M+G" || std.get(std.get((import "conditions.libsonnet").by_name, condition, {}), "encoder_needs_parse", false) then {} else {
-        mlm_accuracy: {
-          type: "mlm_accuracy",
-          pretrained: if condition == "trigram-LM" then null else ref("pretrained_model"),
-        } + (if condition == "trigram-LM" then { trigram_model: ref("trigram_model"), tokenizer: ref("tokenizer") } else {}) + {
-          pretraining_data: ref("pretraining_data"),
-          condition: condition,
-          sentences: ud(language, "dev"),
-          max_sentences: 100,
-        },
-      } + {
-        ["mlm_" + metric + "_score"]: {
-          type: "score_cell",
-          finetuned: ref("mlm_accuracy"),
-          table: "mlm:" + metric,
-          row: condition,
-          column: language,
-          scale: scale,
-          seed: seeds[0],
-          metric: metric,
-        }
-        for metric in mlm_metrics
-      } + {
-        ["mlm_" + metric + "_cell"]: { type: "aggregate_cell", scores: [ref("mlm_" + metric + "_score")] }
-        for metric in mlm_metrics
-      }),
+      // No MLM accuracy for syntax-guided attention (G), whose inputs also carry UPOS tags; M+G's
+      // encoder is µB-M's.
+      steps: retitle(base.steps) + (if condition == "random-init" || condition == "M+G" || std.get(by_name, "attention", null) == "syntax_gat" then {}
+                                    else $.mlm_steps(language, condition, scale, seeds[0], trigram=condition == "trigram-LM",
+                                                     parse=std.get(by_name, "encoder_needs_parse", false))),
     },
+
+  // Edman et al.'s MLM accuracy of one pretrained encoder (or, `trigram`, of the trigram LM alone):
+  // one token masked at a time on the first 100 UD dev sentences; overall, 5 frequency bins and word
+  // completion, filed under mlm:<metric>. `parse`: the encoder's attention reads a parse (SLA), given
+  // from the corpus parser as in fine-tuning.
+  mlm_metrics:: ["accuracy", "bin1", "bin2", "bin3", "bin4", "bin5", "word_completion"],
+  mlm_steps(language, condition, scale, seed, trigram=false, parse=false):: {
+    mlm_accuracy: {
+      type: "mlm_accuracy",
+      pretrained: if trigram then null else ref("pretrained_model"),
+    } + (if trigram then { trigram_model: ref("trigram_model"), tokenizer: ref("tokenizer") } else {}) + {
+      pretraining_data: ref("pretraining_data"),
+      condition: condition,
+      sentences: ud(language, "dev"),
+      max_sentences: 100,
+    } + (if parse then { corpus_parser: ref("corpus_parser") } else {}),
+  } + {
+    ["mlm_" + metric + "_score"]: {
+      type: "score_cell",
+      finetuned: ref("mlm_accuracy"),
+      table: "mlm:" + metric,
+      row: condition,
+      column: language,
+      scale: scale,
+      seed: seed,
+      metric: metric,
+    }
+    for metric in $.mlm_metrics
+  } + {
+    ["mlm_" + metric + "_cell"]: { type: "aggregate_cell", scores: [ref("mlm_" + metric + "_score")] }
+    for metric in $.mlm_metrics
+  },
 
   // A cached (or any local) encoder folder, e.g. one `python -m reporting.cache ls` lists, fine-tuned
   // and scored as row `row` instead of pretraining one. `encoder_needs_parse`: true for an encoder

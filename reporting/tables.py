@@ -592,7 +592,14 @@ def _related_layout(cells: Sequence[Cell], scale: str, columns):
     tables = [table for table, _ in columns]
     by_key = {(c.table, c.row, c.column): c for c in cells if c.scale == scale and c.table in tables}
     languages = sorted({c.column for c in by_key.values() if c.result is not None}) or list(RELATED_DEFAULT_LANGUAGES)
-    return by_key, languages, related_rows(cells, scale, tables)
+    # The paper-scale Table 2/3 files score their encoders' MLM accuracy too: such a row (µB-MX, …)
+    # belongs to the MLM-accuracy table once it has a figure, not to the related biases'.
+    related = {c.row for c in cells if c.scale == scale and c.table.startswith("related:")}
+    paper_rows = {c.row for c in cells if c.table in ("table2", "table3")} - related
+    only_mlm = all(table.startswith("mlm:") for table in tables)
+    shown = [row for row in related_rows(cells, scale, tables) if row not in paper_rows
+             or (only_mlm and any(c.result is not None for (_, r, _), c in by_key.items() if r == row))]
+    return by_key, languages, shown
 
 
 def _related_delta(by_key, table: str, row: str, language: str) -> Optional[Difference]:

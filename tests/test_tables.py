@@ -252,6 +252,26 @@ def test_mlm_accuracy_table_says_what_its_bins_are_and_has_no_intervals(tmp_path
     assert "| µB-C5 | Wolof MLM acc. | +10.00 (1 seed, no interval) |" in related and tables.MLM_NOTE not in related
 
 
+def test_the_paper_tables_encoders_join_the_mlm_table_once_scored_and_never_the_related_table(tmp_path):
+    """A Table 2 condition's MLM cells (µB-MX, µB-MXPT-SLA) are rows of the MLM-accuracy table once they
+    have a figure; the related-biases table keeps its own rows (µB-M, the related conditions, the trigram LM)."""
+    def cell(table, row, value, scale="paper"):
+        return Cell(table, scale, row, "wolof", None if value is None else
+                    {"seeds": [42], "n": 1, "test": {"mean": value, "sd": 0.0, "values": [value]}})
+
+    cells = [cell("related:ud", "M", 74.0), cell("mlm:accuracy", "M", 42.9), cell("related:ud", "C5", 73.0),
+             cell("mlm:accuracy", "C5", None), cell("mlm:accuracy", "trigram-LM", 67.9),
+             cell("mlm:accuracy", "MX", None), cell("mlm:accuracy", "MXPT-SLA", 40.0),
+             cell("table2", "MX", None, "gpu-paper_tenth"), cell("table2", "MXPT-SLA", 76.0, "gpu-paper_tenth"),
+             cell("table2", "M", 75.0, "gpu-paper_tenth")]
+    def rows(text):
+        return [line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
+                if line.startswith(("| µB", "| trigram")) and line.count("|") > 4]  # the table's rows, not its Δ lines
+
+    assert rows(tables.related_markdown(cells, "paper")) == ["µB-M", "µB-C5", "trigram-LM"]
+    assert rows(tables.related_markdown(cells, "paper", tables.MLM_COLUMNS)) == ["µB-M", "µB-C5", "µB-MXPT-SLA", "trigram-LM"]
+
+
 def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path):
     """related.csv / mlm_accuracy.csv are read back by record_cells like the paper tables' CSVs, so a
     regeneration from a cache without those cells keeps the record's values (marked †), per seed."""

@@ -12,7 +12,9 @@ argmax over the non-special vocabulary is compared with the original token.  Rep
   the original, makes the whole word a word type of the training rows.
 
 A C<c> model sees each target in its c-token window (the input it was trained on); others see the
-whole sentence.  Given ``trigram_model`` (and ``tokenizer``) instead of ``pretrained``, the
+whole sentence. An encoder whose attention reads a parse (SLA) is given each sentence's tree from
+``corpus_parser``, the parser whose parse it was pretrained on (as fine-tuning gives it); the tree
+of the unmasked sentence, as in pretraining.  Given ``trigram_model`` (and ``tokenizer``) instead of ``pretrained``, the
 prediction is the trigram LM's (the paper's SLM row): the best-scoring candidate, each scored by the
 three trigrams that contain the position (`models.ngram.TrigramModel.candidate_log_scores`).  The result folder holds metrics.json in the fine-tuning steps' shape
 (``primary_metric`` + ``test``), so `score_cell` (with ``metric``) files it into table cells.
@@ -76,7 +78,7 @@ class MlmAccuracy(Step):
     FORMAT = DirectoryFormat()
     SKIP_ID_ARGUMENTS = {"num_threads", "device"}
     # The trigram-LM row reads a trigram model and a tokenizer instead of a pretrained µBERT.
-    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None, "tokenizer": None}
+    SKIP_DEFAULT_ARGUMENTS = {"trigram_model": None, "tokenizer": None, "corpus_parser": None}
 
     def run(  # type: ignore[override]
         self,
@@ -89,9 +91,11 @@ class MlmAccuracy(Step):
         trigram_model: Optional[Any] = None,
         tokenizer: Optional[Path] = None,
         device: Optional[str] = "auto",
+        corpus_parser: Optional[Path] = None,
     ) -> Path:
         """:param device: where the µBERT runs: "auto" (the GPU when there is one), "cpu" or "cuda"
-            (the trigram LM always runs on the CPU); recorded in metrics.json."""
+            (the trigram LM always runs on the CPU); recorded in metrics.json.
+        :param corpus_parser: a train_corpus_parser result, for encoders whose attention reads a parse."""
         from safetensors.torch import load_file
         from transformers import AutoModel
 
@@ -128,9 +132,11 @@ class MlmAccuracy(Step):
             bin_of = frequency_bins(pretraining_data["train"], vocab_size, special)
             words = training_words(pretraining_data["train"], continues)
 
-            rows = [tokenizer(s["tokens"], is_split_into_words=True)["input_ids"] for s in read_conllu(sentences.resolve())[:max_sentences]]
+            scored = read_conllu(sentences.resolve())[:max_sentences]
+            rows = [tokenizer(s["tokens"], is_split_into_words=True)["input_ids"] for s in scored]
+            trees = self._trees(encoder.config, tokenizer, scored, rows, corpus_parser) if trigram_model is None else None
             gold, guess, completes = [], [], []
-            for ids in rows:
+            for number, ids in enumerate(rows):
                 original = torch.tensor([ids], device=device)
                 positions = torch.arange(1, len(ids) - 1, device=device)
                 corrupted = original.repeat(len(positions), 1)
@@ -143,7 +149,8 @@ class MlmAccuracy(Step):
                     windows = limited_context_windows(original, corrupted[:1].clone().fill_(tokenizer.mask_token_id), torch.ones_like(original), targets, context)
                     hidden = encoder(input_ids=windows, attention_mask=torch.ones_like(windows)).last_hidden_state[:, context // 2]
                 else:
-                    hidden = encoder(input_ids=corrupted, attention_mask=torch.ones_like(corrupted)).last_hidden_state
+                    tree = {} if trees is None else {"heads": trees[number].to(device).expand(len(positions), -1)}
+                    hidden = encoder(input_ids=corrupted, attention_mask=torch.ones_like(corrupted), **tree).last_hidden_state
                     hidden = hidden[torch.arange(len(positions)), positions]
                 if trigram_model is None:
                     logits = head(hidden, embeddings)
@@ -170,3 +177,23 @@ class MlmAccuracy(Step):
                    "device": str(device)}
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
         return out
+
+    @staticmethod
+    def _trees(config, tokenizer, scored, rows, corpus_parser: Optional[Path]) -> Optional[List[torch.Tensor]]:
+        """(1, T) subword heads of each scored sentence from the corpus parser's tree, for an encoder
+        whose attention reads a parse; None for the others."""
+        from steps.finetune.encoders import attention_needs_parse, collate_word_features, encode_words_batch
+
+        if not attention_needs_parse(config):
+            return None
+        if corpus_parser is None:
+            raise ValueError(f"condition's attention ({config.syntax_attention}) reads a parse: give mlm_accuracy a corpus_parser")
+        from steps.parse.backends import CorpusParser
+
+        words = [s["tokens"] for s in scored]
+        parsed = [tree for batch in CorpusParser(Path(corpus_parser)).parse_all(words) for tree in batch]
+        features = encode_words_batch(tokenizer, words, config.max_position_embeddings, [tree["head"] for tree in parsed], name="mlm_accuracy")
+        for number, (feature, ids) in enumerate(zip(features, rows)):
+            if feature["input_ids"] != ids:  # both tokenize the same words; a difference would misplace the tree
+                raise ValueError(f"mlm_accuracy: sentence {number + 1} tokenizes differently word by word")
+        return [collate_word_features([feature])["heads"] for feature in features]
