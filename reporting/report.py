@@ -959,11 +959,12 @@ def _test_by_seed(metrics_files: Iterable[Path]) -> Dict[int, float]:
 
 
 def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], first: Path = FIRST_PRETRAINING,
-                             side_by_side: Path = GPU_SIDE_BY_SIDE_JSON, committed: Path = Path("docs/predictions")) -> str:
+                             committed: Path = Path("docs/predictions"), release: Path = Path("releases/wolof/m-paper-s42")) -> str:
     """The Wolof paper-scale µB-M pretrained a second time (same step, same config, same seed) against
     the first pretraining, whose encoder was lost but whose fine-tuned cells are committed: per seed,
     and the paired difference. The second's figures are this cache's runs, else their committed
-    predictions (``committed``). Answers whether a paper-scale pretraining is reproduced bit for bit."""
+    predictions (``committed``) and its release's metrics. Answers whether a paper-scale pretraining
+    is reproduced bit for bit."""
     graph = next((g for g in graphs if g.path == PRETRAINED_AGAIN_FILE and not g.error), None)
     if graph is None or not first.is_dir():
         return f"_not available: {PRETRAINED_AGAIN_FILE} or {first} is missing_\n"
@@ -985,15 +986,15 @@ def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], f
                      f"{statistics.fmean(before[s] for s in shared):.2f} / {statistics.fmean(again[s] for s in shared):.2f}",
                      difference.text(), f"{len(shared)}"))
     losses = ""
-    if side_by_side.exists():
-        lost = json.loads(side_by_side.read_text()).get("lost_encoder_dev_mlm_loss", {})
-        pretraining = cached_result(workspace_dir, graph.steps["pretrained_model"][1]) if "pretrained_model" in graph.steps else None
-        history = {}
-        if pretraining is not None and (Path(pretraining) / "metrics.json").exists():
-            history = {str(r["step"]): r["dev_mlm_loss"] for r in json.loads((Path(pretraining) / "metrics.json").read_text())["history"]}
-        pairs = [f"{int(step):,}: {lost[step]:.4f} / {history[step]:.4f}" for step in lost if step in history]
+    first_curve = first / "pretraining.json"
+    pretraining = cached_result(workspace_dir, graph.steps["pretrained_model"][1]) if "pretrained_model" in graph.steps else None
+    metrics_file = Path(pretraining) / "metrics.json" if pretraining is not None else release / "metrics.json"
+    if first_curve.exists() and metrics_file.exists():
+        lost = json.loads(first_curve.read_text())["dev_mlm_loss"]
+        history = {str(r["step"]): r["dev_mlm_loss"] for r in json.loads(metrics_file.read_text())["history"]}
+        pairs = [f"{int(step):,}: {lost[step]:.3f} / {history[step]:.3f}" for step in lost if step in history]
         if pairs:
-            losses = f" Dev MLM loss, first / again: {'; '.join(pairs)}."
+            losses = f" Dev MLM loss by step, first / again: {'; '.join(pairs)}."
     verdicts = []
     for task, difference, values in differences:
         if all(value == 0 for value in values):

@@ -594,7 +594,7 @@ def _related_layout(cells: Sequence[Cell], scale: str, columns):
     languages = sorted({c.column for c in by_key.values() if c.result is not None}) or list(RELATED_DEFAULT_LANGUAGES)
     # The paper-scale Table 2/3 files score their encoders' MLM accuracy too: such a row (µB-MX, …)
     # belongs to the MLM-accuracy table once it has a figure, not to the related biases'.
-    related = {c.row for c in cells if c.scale == scale and c.table.startswith("related:")}
+    related = {c.row for c in cells if c.table.startswith("related:")}  # at any scale: their cells carry the regime's
     paper_rows = {c.row for c in cells if c.table in ("table2", "table3")} - related
     only_mlm = all(table.startswith("mlm:") for table in tables)
     shown = [row for row in related_rows(cells, scale, tables) if row not in paper_rows

@@ -251,7 +251,12 @@ def test_the_encoder_pretrained_again_is_compared_seed_by_seed_with_the_first(tm
         "ud_parser_s42": ["FinetuneUdParser", "ud42"], "ud_parser_s43": ["FinetuneUdParser", "ud43"],
         "ud_parser_s44": ["FinetuneUdParser", "ud44"], "ner_s42": ["FinetuneNer", "ner42"], "ner_s43": ["FinetuneNer", "ner43"],
         "ud_parser_score_s42": ["ScoreCell", "score"]})
-    text = report.pretrained_again_section(tmp_path, [graph], first, tmp_path / "absent.json", committed)
+    (first / "pretraining.json").write_text(json.dumps({"dev_mlm_loss": {"10000": 4.0816, "62500": 3.011}}))
+    release = tmp_path / "release"  # the second pretraining is not in this cache: its release's metrics stand in
+    release.mkdir()
+    (release / "metrics.json").write_text(json.dumps({"history": [{"step": 10000, "dev_mlm_loss": 4.1112}, {"step": 62500, "dev_mlm_loss": 3.0101}]}))
+    text = report.pretrained_again_section(tmp_path, [graph], first, committed, release)
+    assert "Dev MLM loss by step, first / again: 10,000: 4.082 / 4.111; 62,500: 3.011 / 3.010." in text
     rows = [line for line in text.splitlines() if line.startswith("| UD") or line.startswith("| NER")]
     # UD: seeds 42, 43 shared (44 not run again): differences 1.0 and 0.5, mean 0.75, t(1) 12.706 × 0.3536 / √2.
     assert rows == ["| UD parsing, test LAS | 42: 74.00, 43: 75.00 | 42: 75.00, 43: 75.50 | 74.50 / 75.25 | +0.75 ± 3.18 | 2 |",

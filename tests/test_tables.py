@@ -259,7 +259,8 @@ def test_the_paper_tables_encoders_join_the_mlm_table_once_scored_and_never_the_
         return Cell(table, scale, row, "wolof", None if value is None else
                     {"seeds": [42], "n": 1, "test": {"mean": value, "sd": 0.0, "values": [value]}})
 
-    cells = [cell("related:ud", "M", 74.0), cell("mlm:accuracy", "M", 42.9), cell("related:ud", "C5", 73.0),
+    # The related files' UD and NER cells carry their fine-tuning regime's scale, their MLM cells "paper".
+    cells = [cell("related:ud", "M", 74.0, "gpu-paper_tenth"), cell("mlm:accuracy", "M", None), cell("related:ud", "C5", 73.0),
              cell("mlm:accuracy", "C5", None), cell("mlm:accuracy", "trigram-LM", 67.9),
              cell("mlm:accuracy", "MX", None), cell("mlm:accuracy", "MXPT-SLA", 40.0),
              cell("table2", "MX", None, "gpu-paper_tenth"), cell("table2", "MXPT-SLA", 76.0, "gpu-paper_tenth"),
@@ -270,6 +271,7 @@ def test_the_paper_tables_encoders_join_the_mlm_table_once_scored_and_never_the_
 
     assert rows(tables.related_markdown(cells, "paper")) == ["µB-M", "µB-C5", "trigram-LM"]
     assert rows(tables.related_markdown(cells, "paper", tables.MLM_COLUMNS)) == ["µB-M", "µB-C5", "µB-MXPT-SLA", "trigram-LM"]
+    assert rows(tables.related_markdown(cells, "gpu-paper_tenth")) == ["µB-M"]
 
 
 def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path):
