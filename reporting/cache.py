@@ -121,8 +121,9 @@ def graph_labels(graphs: Sequence[FileGraph]) -> Dict[str, Dict[str, Any]]:
         # A file whose tasks run at different scales (experiments/paper: UD and NER each under its own
         # regime) says each fine-tune's scale through the cell that scores it.
         scored_in = {unique_id: scored for scored in graph.cells for unique_id in scored.get("finetuned", ())}
-        # Steps upstream of both (pretraining) get what the scales share ("gpu" of "gpu-paper_tenth"
-        # and "gpu-cpu_x2"), not whichever cell comes first.
+        # Steps upstream of several (pretraining) get what the scales share ("gpu" of "gpu-paper_tenth"
+        # and "gpu-cpu_x2"; with a paper-scale MLM-accuracy cell, nothing: the file's own scale),
+        # not whichever cell comes first.
         scales = sorted({scored["scale"] for scored in graph.cells if scored.get("scale")})
         upstream = {"scale": os.path.commonprefix(scales).rstrip("-_") or None} if len(scales) > 1 else cell
         for _, unique_id in graph.steps.values():

@@ -113,8 +113,10 @@ def test_a_fine_tune_takes_the_scale_of_the_cell_that_scores_it(tmp_path):
     scales = {name: labels[unique_id]["scale"] for name, (_, unique_id) in graph.steps.items()}
     assert {scales[f"ud_parser_s{seed}"] for seed in range(42, 47)} == {"gpu-paper_tenth"}
     assert {scales[f"ner_s{seed}"] for seed in range(42, 47)} == {"gpu-cpu_x2"}
-    assert {cell["scale"] for cell in graph.cells} == {"gpu-paper_tenth", "gpu-cpu_x2"}
-    assert scales["pretrained_model"] == "gpu"  # upstream of both: what their scales share
+    assert {cell["scale"] for cell in graph.cells} == {"gpu-paper_tenth", "gpu-cpu_x2", "paper"}  # paper: MLM accuracy
+    assert scales["mlm_accuracy"] == "paper"
+    # Upstream of all three: what their scales share, here nothing, so the file's own scale.
+    assert scales["pretrained_model"] == "paper"
     [cpu] = load_graphs([REPO / "experiments/wolof_mxpt_sla.jsonnet"], tmp_path)  # one scale: its own
     assert graph_labels([cpu])[cpu.steps["pretrained_model"][1]]["scale"] == cpu.cells[0]["scale"] == "cpu"
 
