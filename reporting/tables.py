@@ -685,9 +685,13 @@ def related_scales(cells: Sequence[Cell], with_results: bool = False) -> List[st
 
 
 def related_summary(cells: Sequence[Cell]) -> str:
-    """Both related tables of every scale with a result in them, as one Markdown string."""
+    """Each related table of every scale with a result in it, as one Markdown string."""
+    def scored(scale, columns):
+        tables = {table for table, _ in columns}
+        return any(c.result is not None for c in cells if c.scale == scale and c.table in tables)
     return "\n".join(related_markdown(cells, scale, columns, title, **extra)
-                     for scale in related_scales(cells, with_results=True) for _, columns, title, extra in RELATED_TABLES)
+                     for scale in related_scales(cells, with_results=True) for _, columns, title, extra in RELATED_TABLES
+                     if scored(scale, columns))
 
 
 def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence[str]] = None) -> List[Path]:

@@ -272,6 +272,10 @@ def test_the_paper_tables_encoders_join_the_mlm_table_once_scored_and_never_the_
     assert rows(tables.related_markdown(cells, "paper")) == ["µB-M", "µB-C5", "trigram-LM"]
     assert rows(tables.related_markdown(cells, "paper", tables.MLM_COLUMNS)) == ["µB-M", "µB-C5", "µB-MXPT-SLA", "trigram-LM"]
     assert rows(tables.related_markdown(cells, "gpu-paper_tenth")) == ["µB-M"]
+    # The report shows a scale's MLM table only where it has a figure: gpu-paper_tenth has UD cells, no MLM ones.
+    summary = tables.related_summary(cells)
+    assert "Related biases: UD LAS, NER F1, MLM accuracy (%) — gpu-paper_tenth scale" in summary
+    assert "by training-frequency bin — gpu-paper_tenth scale" not in summary and "by training-frequency bin — paper scale" in summary
 
 
 def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path):
