@@ -314,8 +314,8 @@ def gpu_side_by_side_records(path: Path = GPU_SIDE_BY_SIDE_JSONL) -> str:
     """Later jobs of several pretrainings on one GPU (benchmarks/gpu/side_by_side.py), a row per run."""
     if not path.exists():
         return ""
-    rows = []
-    for record in read_jsonl(path):
+    rows, records = [], read_jsonl(path)
+    for record in records:
         busy = record["gpu_utilisation_percent"]["median_while_training"]
         for run in record["runs"]:
             windows = run["pace_windows_steps_per_second"]
@@ -325,8 +325,8 @@ def gpu_side_by_side_records(path: Path = GPU_SIDE_BY_SIDE_JSONL) -> str:
                          min(windows), statistics.median(windows), max(windows), "—" if share is None else share,
                          "—" if busy is None else f"{busy:.0f}",
                          ", ".join(f"{step}: {loss}" for step, loss in run["dev_mlm_loss"].items())))
-    commands = "; ".join(dict.fromkeys(f"`{r['command']}` ({r['note']})" if r["note"] else f"`{r['command']}`" for r in read_jsonl(path)))
-    sources = "; ".join(dict.fromkeys(r["alone_steps_per_second"]["source"] for r in read_jsonl(path) if r["alone_steps_per_second"]))
+    commands = "; ".join(dict.fromkeys(f"`{r['command']}` ({r['note']})" if r["note"] else f"`{r['command']}`" for r in records))
+    sources = "; ".join(dict.fromkeys(r["alone_steps_per_second"]["source"] for r in records if r["alone_steps_per_second"]))
     return (f"Later jobs, summarised from their own logs by `python benchmarks/gpu/side_by_side.py LOGS --smi SAMPLES --json {path}`: "
             f"{commands}. Pace windows are a minute each, the first of each process (start-up, compile) left out; a window "
             f"holding a dev evaluation is slower. \"× alone\": the median window over the run's pace alone ({sources}); "
@@ -979,8 +979,9 @@ def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], f
         if not shared:
             rows.append((task, "—", "—", "—", "—", "none yet"))
             continue
-        difference = significance.interval([again[seed] - before[seed] for seed in shared])
-        differences.append((task, difference, [again[seed] - before[seed] for seed in shared]))
+        values = [again[seed] - before[seed] for seed in shared]
+        difference = significance.interval(values)
+        differences.append((task, difference, values))
         rows.append((task, ", ".join(f"{seed}: {before[seed]:.2f}" for seed in shared),
                      ", ".join(f"{seed}: {again[seed]:.2f}" for seed in shared),
                      f"{statistics.fmean(before[s] for s in shared):.2f} / {statistics.fmean(again[s] for s in shared):.2f}",

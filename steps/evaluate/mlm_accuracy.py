@@ -182,7 +182,7 @@ class MlmAccuracy(Step):
     def _trees(config, tokenizer, scored, rows, corpus_parser: Optional[Path]) -> Optional[List[torch.Tensor]]:
         """(1, T) subword heads of each scored sentence from the corpus parser's tree, for an encoder
         whose attention reads a parse; None for the others."""
-        from steps.finetune.encoders import attention_needs_parse, collate_word_features, encode_words_batch
+        from steps.finetune.encoders import attention_needs_parse, collate_word_features, encode_words_batch, parser_trees
 
         if not attention_needs_parse(config):
             return None
@@ -191,8 +191,8 @@ class MlmAccuracy(Step):
         from steps.parse.backends import CorpusParser
 
         words = [s["tokens"] for s in scored]
-        parsed = [tree for batch in CorpusParser(Path(corpus_parser)).parse_all(words) for tree in batch]
-        features = encode_words_batch(tokenizer, words, config.max_position_embeddings, [tree["head"] for tree in parsed], name="mlm_accuracy")
+        heads, _ = parser_trees(CorpusParser(Path(corpus_parser)), words)
+        features = encode_words_batch(tokenizer, words, config.max_position_embeddings, heads, name="mlm_accuracy")
         for number, (feature, ids) in enumerate(zip(features, rows)):
             if feature["input_ids"] != ids:  # both tokenize the same words; a difference would misplace the tree
                 raise ValueError(f"mlm_accuracy: sentence {number + 1} tokenizes differently word by word")

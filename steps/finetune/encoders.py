@@ -126,6 +126,13 @@ def _special_ids(tokenizer) -> Tuple[int, int]:
     return first, last
 
 
+def parser_trees(parser, sentences: Sequence[Sequence[str]], with_upos: bool = False):
+    """(heads, UPOS tags or None) of each word list as a corpus parser (`steps.parse.backends.CorpusParser`)
+    parses it, in order: the trees an encoder whose attention reads a parse is given."""
+    parsed = [tree for batch in parser.parse_all(sentences) for tree in batch]
+    return [tree["head"] for tree in parsed], ([tree["upos"] for tree in parsed] if with_upos else None)
+
+
 def encode_words_batch(
     tokenizer,
     sentences: Sequence[Sequence[str]],

@@ -39,7 +39,7 @@ from tango.common import FromParams
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataError, DataPath, iter_lines
 from steps.finetune.encoders import (
-    add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
+    add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, parser_trees, uses_upos,
 )
 from steps.common.formats import DirectoryFormat, cached_location
 from steps.common.tracking import NullTracker, WandbSetting, summarize, tracked_run
@@ -270,11 +270,7 @@ class FinetuneNer(Step):
             if parser_dir is not None:
                 from steps.parse.backends import CorpusParser
 
-                parser = CorpusParser(Path(parser_dir))
-                words = [s["tokens"] for s in sentences]
-                parsed = [sentence for batch in parser.parse_all(words) for sentence in batch]
-                heads = [sentence["head"] for sentence in parsed]
-                upos = [sentence["upos"] for sentence in parsed] if with_upos else None
+                heads, upos = parser_trees(CorpusParser(Path(parser_dir)), [s["tokens"] for s in sentences], with_upos)
             features[name] = encode_words_batch(tokenizer, [s["tokens"] for s in sentences], max_length, heads, name=name, upos=upos)
         return features
 

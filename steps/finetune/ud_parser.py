@@ -31,7 +31,7 @@ from tango.common import FromParams
 from steps.common.batching import bucketed_batches
 from steps.common.data_root import DataPath
 from steps.finetune.encoders import (
-    SLA_PARSE_MODES, add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, uses_upos,
+    SLA_PARSE_MODES, add_syntax_gat, attention_needs_parse, collate_word_features, encode_words_batch, load_encoder, parser_trees, uses_upos,
 )
 from steps.common.formats import DirectoryFormat, cached_location
 from steps.evaluate.metrics import METRIC_DEFINITIONS, attachment_scores, official_scores
@@ -203,10 +203,8 @@ class FinetuneUdParser(Step):
             heads = upos = None
             if parser is not None:
                 start = time.perf_counter()
-                parsed = [s for batch in parser.parse_all([s["tokens"] for s in sentences]) for s in batch]
-                heads = [s["head"] for s in parsed]
                 # Syntax-guided attention embeds the parser's UPOS tags, never the gold ones.
-                upos = [s["upos"] for s in parsed] if with_upos else None
+                heads, upos = parser_trees(parser, [s["tokens"] for s in sentences], with_upos)
                 self.logger.info("parsed %d %s sentences for the encoder's attention in %.1f s", len(sentences), name,
                                  time.perf_counter() - start)
             features = encode_words_batch(tokenizer, [s["tokens"] for s in sentences], max_length, heads, name=str(path.resolve()),
