@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from records import append_record  # noqa: E402  (benchmarks/records.py, beside this script)
 
 from steps.common.data_root import DataPath, data_root  # noqa: E402
-from steps.data.corpus import split_edge_punctuation  # noqa: E402
+from steps.data.corpus import corpus_tokens  # noqa: E402
 from steps.parse.backends import CorpusParser, blank_columns, evaluate_parser, prepare_parser_training_files  # noqa: E402
 from steps.data.readers import read_conllu, read_corpus_documents, split_documents  # noqa: E402
 
@@ -55,7 +55,7 @@ def vectors(args) -> dict:
 
     documents = read_corpus_documents(DataPath("wolof/corpus"), "wikipedia_html")
     sentences = [s for _, doc in split_documents(documents, seed=1337)["train"] for s in doc][: args.max_sentences]
-    sentences = [[piece.lower() for token in s for piece in split_edge_punctuation(token)] for s in sentences]
+    sentences = [[piece.lower() for piece in corpus_tokens(s)] for s in sentences]
     start = time.perf_counter()
     model = Word2Vec(sentences, vector_size=100, window=5, min_count=2, sg=1, epochs=10, seed=1234, workers=1)
     text = args.out / "vectors.txt"

@@ -8,7 +8,7 @@ import pytest
 from tango.common.det_hash import det_hash
 
 from steps.common.data_root import DATA_ROOT_ENV, DataError, DataPath
-from steps.data.corpus import split_edge_punctuation
+from steps.data.corpus import corpus_tokens, split_edge_punctuation
 from steps.data.inputs import expand_tree, make_instance, make_instances, mix_in_treebank
 from steps.data.languages import get_language, language_facts
 from steps.data.readers import check_tree, read_conllu, read_corpus_documents, split_documents, split_sentences
@@ -159,6 +159,7 @@ def test_edge_punctuation_split():
     assert split_edge_punctuation("xam-xam.") == ["xam-xam", "."]
     assert split_edge_punctuation("...") == [".", ".", "."]
     assert split_edge_punctuation("bi") == ["bi"]
+    assert corpus_tokens(["(Almaañ),", "xam-xam."]) == ["(", "Almaañ", ")", ",", "xam-xam", "."]
 
 
 # --- vocabulary -----------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 
 from steps.common.data_root import DataPath
-from steps.data.corpus import LoadCorpus, split_edge_punctuation
+from steps.data.corpus import LoadCorpus, corpus_tokens
 from steps.data.readers import given_splits, read_corpus_documents, read_wikipedia_html
 
 
@@ -72,7 +72,7 @@ def test_uyghur_text_survives_normalization_and_wordpiece(tmp_path, data_root):
     from steps.data.vocab import TrainTokenizer, load_tokenizer
 
     files = sorted((data_root / "uyghur/corpus").glob("*.html"))[:400]
-    sentences = [[piece for token in s for piece in split_edge_punctuation(token)] for f in files for s in read_wikipedia_html(f)]
+    sentences = [corpus_tokens(s) for f in files for s in read_wikipedia_html(f)]
     words = sorted({w for s in sentences for w in s})
     arabic = [w for w in words if any("\u0600" <= c <= "\u06ff" for c in w)]
     assert len(arabic) > 1000 and any("ئ" in w for w in arabic) and any("ۆ" in w or "ۈ" in w or "ې" in w for w in arabic)

@@ -26,12 +26,12 @@ sys.path.insert(0, str(REPO))
 import steps  # noqa: E402,F401  (registers the steps and Tango shims)
 from reporting.graphs import display_path, scale_label  # noqa: E402
 from reporting.records import append_jsonl  # noqa: E402
-from steps.data.corpus import split_edge_punctuation  # noqa: E402
+from steps.data.corpus import corpus_tokens  # noqa: E402
 
 
 def tokens(text: str) -> List[str]:
     """A sentence's text tokenized as the corpus step tokenizes its sentences."""
-    return [piece for token in text.split() for piece in split_edge_punctuation(token)]
+    return corpus_tokens(text.split())
 
 
 def overlap(scored: Sequence[List[str]], train: Sequence[List[str]]) -> List[bool]:

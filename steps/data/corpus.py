@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import unicodedata
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from tango import Step
 from tango.format import DillFormat
@@ -38,6 +38,11 @@ def split_edge_punctuation(token: str) -> List[str]:
     while end > start and _is_punctuation(token[end - 1]):
         end -= 1
     return list(token[:start]) + ([token[start:end]] if start < end else []) + list(token[end:])
+
+
+def corpus_tokens(sentence: Sequence[str]) -> List[str]:
+    """A sentence's whitespace tokens as the corpus keeps them: each token's edge punctuation split off."""
+    return [piece for token in sentence for piece in split_edge_punctuation(token)]
 
 
 @Step.register("load_corpus")
@@ -95,7 +100,7 @@ class LoadCorpus(Step):
             if caps[split] is not None:
                 sentences = sentences[: caps[split]]
             if split_punctuation:
-                sentences = [[piece for token in s for piece in split_edge_punctuation(token)] for s in sentences]
+                sentences = [corpus_tokens(s) for s in sentences]
             if not sentences:
                 raise DataError(f"{corpus.resolve()}: the {split} split is empty")
             result[split] = sentences
