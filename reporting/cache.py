@@ -46,9 +46,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from reporting.graphs import FileGraph, display_path, experiment_files, load_graphs, scale_label
+from reporting.graphs import REPO, FileGraph, display_path, experiment_files, load_graphs, scale_label
 
 ENCODER_CLASSES = ("PretrainMicrobert", "RandomInitEncoder")
 
@@ -174,7 +174,9 @@ def list_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) -> List[
         info, label = infos.get(unique_id), labels.get(unique_id, {})
         result = folder / "result"
         metrics = _read_metrics(result)
-        config = (info.config or {}) if info is not None else {}
+        # An entry copied in from another machine (`tools/jobs.py unpack`) has no step-info record
+        # here: its config is the step's own, from an experiment file that holds it.
+        config = (info.config if info is not None else None) or _config_from_files(folder.name, label.get("experiments", ()))
         finished = info.end_time.timestamp() if info is not None and info.end_time else (folder / "cache-metadata.json").stat().st_mtime
         entry = Entry(unique_id, "encoder" if step_class in ENCODER_CLASSES else "cell", step_class,
                       language=label.get("language") or _language_upstream(unique_id, infos),
@@ -277,7 +279,9 @@ def unfinished_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) ->
         # mmap: only the pickled bookkeeping is read, not the model and optimizer tensors.
         saved = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)
         state, info, label = saved["state"], infos.get(folder.name), labels.get(folder.name, {})
-        config = (info.config or {}) if info is not None else {}
+        # An entry copied in from another machine (`tools/jobs.py unpack`) has no step-info record
+        # here: its config is the step's own, from an experiment file that holds it.
+        config = (info.config if info is not None else None) or _config_from_files(folder.name, label.get("experiments", ()))
         running = LocalWorkspace.guess_step_dir_state(folder) == {StepState.RUNNING}
         entry = Unfinished(folder.name, step_class, "running" if running else "stopped",
                            language=label.get("language") or _language_upstream(folder.name, infos),
@@ -315,6 +319,14 @@ def unfinished_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) ->
                 entry.last = history[-1].get(entry.metric)
         found.append(entry)
     return found
+
+
+def _config_from_files(unique_id: str, files: Sequence[str]) -> Dict[str, Any]:
+    for file in files:
+        for step in steps_of_files([REPO / file]):
+            if step.unique_id == unique_id:
+                return step.config
+    return {}
 
 
 def format_unfinished(entries: Sequence[Unfinished]) -> str:
@@ -478,18 +490,24 @@ def record_steps(workspace_dir: Path, files: Sequence[Path]) -> int:
     """Put the steps of ``files`` whose entries lie in the workspace's cache (finished, or stopped with
     a checkpoint) on its step-info record, as `tango run` would on meeting them: an entry copied in
     from another machine has no record, and a stopped run's seed and length are read from there."""
-    from tango.common import Params
-    from tango.step_graph import StepGraph
     from tango.workspaces import LocalWorkspace
 
     workspace = LocalWorkspace(workspace_dir)
     recorded = 0
-    for file in files:
-        for step in StepGraph.from_params(Params.from_file(str(file)).pop("steps")).values():
-            if (Path(workspace_dir) / "cache" / step.unique_id).is_dir():
-                workspace.step_info(step)
-                recorded += 1
+    for step in steps_of_files(files):
+        if (Path(workspace_dir) / "cache" / step.unique_id).is_dir():
+            workspace.step_info(step)
+            recorded += 1
     return recorded
+
+
+def steps_of_files(files: Sequence[Path]) -> Iterator[Any]:
+    """Every step of the experiment ``files``, as Tango builds it (a step several files share comes once per file)."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    for file in files:
+        yield from StepGraph.from_params(Params.from_file(str(file)).pop("steps")).values()
 
 
 RELEASE_LIMIT = 10 * 2**20  # an encoder release; a stopped pretraining's checkpoint may take up to

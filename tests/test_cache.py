@@ -205,9 +205,9 @@ def test_unfinished_lists_stopped_and_running_steps_from_their_checkpoints(data_
     workspace = LocalWorkspace(tmp_path / "ws")
     graph = StepGraph.from_params(Params.from_file(experiment).pop("steps"))
 
-    def unfinished() -> list:
+    def unfinished(workspace_dir: Path = workspace.dir) -> list:
         capsys.readouterr()
-        assert cache.main(["unfinished", "--json", "--workspace", str(workspace.dir), "--experiments", str(experiment)]) == 0
+        assert cache.main(["unfinished", "--json", "--workspace", str(workspace_dir), "--experiments", str(experiment)]) == 0
         return json.loads(capsys.readouterr().out)["unfinished"]
 
     monkeypatch.setenv(CRASH_AFTER_STEP_ENV, "4")
@@ -223,6 +223,12 @@ def test_unfinished_lists_stopped_and_running_steps_from_their_checkpoints(data_
     best_step = min(dev, key=dev.get)
     assert (pretraining["metric"], pretraining["best"], pretraining["best_at"], pretraining["last"]) == (
         "dev_mlm_loss", dev[best_step], best_step, dev[4])
+    # The entry copied to a workspace with no step-info record (as `tools/jobs.py unpack` leaves it):
+    # its seed and length come from the experiment file that holds the step.
+    copied = tmp_path / "copied" / "cache" / graph["pretrained_model"].unique_id
+    shutil.copytree(workspace.step_dir(graph["pretrained_model"]), copied)
+    [moved] = unfinished(tmp_path / "copied")
+    assert (moved["done"], moved["total"], moved["seed"]) == (4, 6, 3)
 
     monkeypatch.delenv(CRASH_AFTER_STEP_ENV)
     monkeypatch.setenv(CRASH_AFTER_EPOCH_ENV, "1")
