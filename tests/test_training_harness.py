@@ -161,3 +161,12 @@ def test_epoch_boundary_crash_hook_resumes_bit_identically(tmp_path, monkeypatch
     task = dropout_task(epochs=4)
     assert loop.train(task, tmp_path / "crashed", torch.device("cpu"), checkpoint_every=2).resumed_from == [2]
     assert same_parameters(task.model, straight_task.model)
+
+
+def test_read_back_returns_every_kept_value_in_order_in_one_copy():
+    from steps.common.training import read_back
+
+    kept = [torch.tensor(1.5), torch.tensor([2.0, 3.0]), torch.tensor(-4.0)]
+    assert read_back(kept) == [1.5, 2.0, 3.0, -4.0]
+    assert read_back([torch.tensor(3), torch.tensor(4)]) == [3, 4]  # counts stay integers
+    assert read_back([]) == []

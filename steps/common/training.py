@@ -21,7 +21,7 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
@@ -54,6 +54,13 @@ class StopAtBoundary:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             self._previous = None
+
+
+def read_back(values: Sequence[torch.Tensor]) -> List[float]:
+    """Losses (or counts) the loop kept on the device, read back to the host together: one wait for
+    the device per read instead of one per step, so a GPU is not held up by the host after each step.
+    Scalars and 1-d tensors alike, flattened in order."""
+    return torch.cat([value.reshape(-1) for value in values]).tolist() if values else []
 
 
 def check_finite_loss(value: float, at: str, run: str = "") -> None:

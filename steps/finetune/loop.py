@@ -35,7 +35,7 @@ from tango.common import Tqdm
 
 from steps.common.checkpoints import SimulatedCrash  # noqa: F401 (what the crash hook raises; callers catch it from here)
 from steps.common.tracking import NullTracker
-from steps.common.training import TrainingHarness, check_finite_loss
+from steps.common.training import TrainingHarness, check_finite_loss, read_back
 
 logger = logging.getLogger(__name__)
 
@@ -223,8 +223,8 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
                 if task.count is not None:
                     counts.append(task.count(batch))
                 progress.update(1)
-            values = torch.stack(losses).tolist() if losses else []
-            totals.count = sum(torch.stack(counts).tolist()) if counts else 0
+            values = read_back(losses)
+            totals.count = sum(read_back(counts))
             for number, value in enumerate(values, totals.steps + 1):
                 check_finite_loss(value, f"step {number} (epoch {epoch})", task.name)
                 totals.loss += value

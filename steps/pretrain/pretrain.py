@@ -37,7 +37,7 @@ from steps.pretrain.packing import PackedBatch, pack_batch
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import compile_module, compile_options, derived_seed, fused_adamw, resolve_device, torch_threads
 from steps.common.tracking import WandbSetting, tracked_run
-from steps.common.training import StopAtBoundary, TrainingHarness, check_finite_loss
+from steps.common.training import StopAtBoundary, TrainingHarness, check_finite_loss, read_back
 from steps.data.vocab import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -567,7 +567,7 @@ class PretrainMicrobert(Step):
         if not pending:
             return
         waited = time.perf_counter()
-        values = torch.cat([tensor for entry in pending for _, tensor in entry["losses"]]).cpu().tolist()
+        values = read_back([tensor for entry in pending for _, tensor in entry["losses"]])
         pending[-1]["seconds"] += time.perf_counter() - waited  # the device finishing the pending steps
         at = 0
         for entry in pending:

@@ -34,7 +34,7 @@ from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, lm_config
 from steps.common.batching import bucketed_batches
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, resolve_device, torch_threads
-from steps.common.training import TrainingHarness, check_finite_loss
+from steps.common.training import TrainingHarness, check_finite_loss, read_back
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
@@ -295,7 +295,7 @@ class TrainTgLanguageModel(Step):
                 if logged or validating or checkpointing or harness.crashes_after(step):
                     # One device wait for the steps since the last read; a non-finite loss stops the
                     # run here, before a checkpoint or a dev point could keep its weights.
-                    for number, value in zip([n for n, _ in losses], torch.stack([v for _, v in losses]).tolist()):
+                    for number, value in zip([n for n, _ in losses], read_back([v for _, v in losses])):
                         check_finite_loss(value, f"step {number}", kind)
                         if number == step and logged:
                             state["history"].append({"step": step, "loss": value})
