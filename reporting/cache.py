@@ -414,8 +414,10 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
               "library_name: transformers", "pipeline_tag: fill-mask",
               "tags: [bert, microbert, syntactic-inductive-bias, low-resource]",
               f"datasets: [universal_dependencies, wikipedia]", "---", ""]
-    rows = [f"| {c.task} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)} | {c.metric} |" for c in
-            sorted(downstream, key=lambda c: (c.task or "", c.seed or 0))]
+    # A cell's scale names its fine-tuning (gpu-<regime> for a paper-scale file's, a grid's regime),
+    # so one encoder's cells under two regimes read apart.
+    rows = [f"| {c.task} | {c.scale or '—'} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)} | {c.metric} |" for c in
+            sorted(downstream, key=lambda c: (c.task or "", c.scale or "", c.seed or 0))]
     body = [
         f"# µBERT {language}, condition {entry.condition} ({entry.scale or 'unknown'} scale, seed {entry.seed})",
         "",
@@ -443,7 +445,7 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
         "",
         "## Downstream",
         "",
-        *(["| task | seed | dev | test | metric |", "|---|---|---|---|---|", *rows] if rows else
+        *(["| task | scale | seed | dev | test | metric |", "|---|---|---|---|---|---|", *rows] if rows else
           ["No fine-tuned cell of this encoder was in the cache that wrote this card."]),
         "",
         "## Load",

@@ -151,7 +151,7 @@ def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path):
     card = (out / "README.md").read_text()
     assert card.startswith("---\nlanguage: ") and "\nlibrary_name: transformers\n" in card  # the Hugging Face card format
     assert step.unique_id in card and "condition M (smoke scale, seed 3)" in card and "steps: 4" in card and "final dev MLM loss" in card
-    assert "| pronto:proper_noun_subject | 1 |" in card  # its downstream cell, with the seed
+    assert "| pronto:proper_noun_subject | smoke | 1 |" in card  # its downstream cell, with its scale and seed
     # No project code: an isolated interpreter (no cwd, no PYTHONPATH) in another folder.
     probe = ("import importlib.util, sys, torch\n"
              "assert importlib.util.find_spec('models') is None and importlib.util.find_spec('steps') is None\n"
