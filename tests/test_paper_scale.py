@@ -38,7 +38,7 @@ def test_paper_scale_files_reuse_the_cpu_corpus_parser_and_take_the_whole_corpus
         assert len(scores) == 10
         # Each task under the regime dev chose for it (the paper scale's `chosen`), one thread per fine-tune.
         assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ud_")} == {"gpu-paper_tenth"}
-        assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ner_")} == {"gpu-cpu_x2"}
+        assert {graph[n].kwargs["scale"] for n in scores if n.startswith("ner_")} == {"gpu-paper"}
         assert all(graph[f"{task}_s{seed}"].kwargs["num_threads"] == 1 for task in ("ud_parser", "ner") for seed in range(42, 47))
 
 
@@ -55,7 +55,7 @@ def test_the_paper_scale_m_cell_is_the_decomposition_cells_dev_chose():
         return {name: step.unique_id for name, step in graph.items()}
 
     paper_scale = ids("experiments/paper/wolof_m.jsonnet")
-    chosen = {"ud_parser": "paper_tenth", "ner": "cpu_x2"}
+    chosen = {"ud_parser": "paper_tenth", "ner": "paper"}
     for task, regime in chosen.items():
         cell = ids(f"experiments/decomposition/wolof_paper_{regime}.jsonnet")
         tuned = [name for name in cell if name.startswith(f"{task}_s") and "_score_" not in name]
