@@ -143,7 +143,7 @@ local paper_ud = {
       paper_tenth_reference: self.paper_tenth + { step: { reference_head: true } },
     },
     // Each task's regime: the one with the best dev figure for the paper-scale µB-M (docs/decomposition)
-    // among those a 5-seed table can afford. NER: the paper's own (~9 min a seed on one CPU thread).
+    // among those a 5-seed table can afford. NER: the paper's own (7-19 min a seed on one CPU thread).
     // UD: paper_tenth; the paper's own UD regime (170-220 epochs, ~25-30 min a seed alone on a GPU)
     // has 2 seeds in the grid.
     chosen: { ud: "paper_tenth", ner: "paper" },
