@@ -140,9 +140,12 @@ def test_readme_example_loads_the_cached_encoder_with_stock_transformers(small_c
             assert torch.equal(weights[name[len("bert."):]], value), name
 
 
-def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path):
+def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path, capsys):
     workspace, graphs = small_cache
     step = graphs["kept"][1]["pretrained_model"]
+    # `export` labels its card from the graphs a listing remembered (<workspace>/reporting/graphs.json),
+    # without rebuilding them: list first, as a user browsing the cache would.
+    _ls(capsys, workspace, [graphs["kept"][0]])
     out = tmp_path / "exported"
     assert cache.main(["export", step.unique_id[:30], str(out), "--workspace", str(workspace.dir)]) == 0
     names = {p.name for p in out.iterdir()}
