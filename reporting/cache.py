@@ -174,9 +174,7 @@ def list_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) -> List[
         info, label = infos.get(unique_id), labels.get(unique_id, {})
         result = folder / "result"
         metrics = _read_metrics(result)
-        # An entry copied in from another machine (`tools/jobs.py unpack`) has no step-info record
-        # here: its config is the step's own, from an experiment file that holds it.
-        config = (info.config if info is not None else None) or _config_from_files(folder.name, label.get("experiments", ()))
+        config = (info.config or {}) if info is not None else {}
         finished = info.end_time.timestamp() if info is not None and info.end_time else (folder / "cache-metadata.json").stat().st_mtime
         entry = Entry(unique_id, "encoder" if step_class in ENCODER_CLASSES else "cell", step_class,
                       language=label.get("language") or _language_upstream(unique_id, infos),
