@@ -25,6 +25,18 @@ def test_runs_past_their_budget_are_stopped_with_sigint_and_say_run_again(tmp_pa
     assert jobs.run_side_by_side([[sys.executable, "-c", "raise SystemExit(2)"]], budget=30) == 1
 
 
+def test_the_processes_a_run_started_are_stopped_with_it(tmp_path):
+    # `tango run -j` runs each step in a child process: the child, not the run, writes the checkpoint.
+    marker = tmp_path / "checkpoint"
+    child = ("import signal, sys, time\n"
+             f"signal.signal(signal.SIGINT, lambda *_: (open({str(marker)!r}, 'w').write('epoch 7'), sys.exit(1)))\n"
+             "time.sleep(300)")
+    run = [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"]
+    start = time.monotonic()
+    assert jobs.run_side_by_side([run], budget=2) == jobs.OUT_OF_TIME
+    assert time.monotonic() - start < 60 and marker.read_text() == "epoch 7"
+
+
 def test_each_runs_log_is_kept_and_its_end_printed_as_a_terminal_shows_it(tmp_path, capsys):
     noisy = [sys.executable, "-c", "import sys; print('start'); sys.stdout.write('10%\\r50%\\r100%\\n')"]
     assert jobs.run_side_by_side([noisy], budget=60, log_dir=tmp_path) == 0

@@ -71,6 +71,24 @@ def last_lines(log: Path, count: int = 25) -> List[str]:
     return [line for line in lines if line.strip()][-count:]
 
 
+def _signal_group(process: subprocess.Popen, signal_number: int) -> None:
+    """Send a signal to the process group a run leads (the run and every process it started)."""
+    try:
+        os.killpg(process.pid, signal_number)
+    except ProcessLookupError:
+        pass  # the whole group has ended
+
+
+def _group_alive(process: subprocess.Popen) -> bool:
+    """Whether any process of the run's group is still running (the run reaped if it has ended)."""
+    process.poll()
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def run_side_by_side(commands: Sequence[List[str]], budget: float, log_dir: Optional[Path] = None) -> int:
     """Run the commands at once; past ``budget`` seconds SIGINT them (SIGKILL after the grace).
     Returns 0, 1 (a command failed) or OUT_OF_TIME."""
@@ -79,8 +97,11 @@ def run_side_by_side(commands: Sequence[List[str]], budget: float, log_dir: Opti
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
         logs = [open(log_dir / f"{number}.log", "ab") for number in range(len(commands))]
+    # Each in its own process group, signalled as a whole as a terminal's Ctrl-C signals one: the step
+    # processes of `tango run -j` are children of the run, and each must stop at its own boundary.
     processes = [subprocess.Popen(command, cwd=REPO, env=env, stdout=logs[n] if logs else None,
-                                  stderr=subprocess.STDOUT if logs else None) for n, command in enumerate(commands)]
+                                  stderr=subprocess.STDOUT if logs else None, start_new_session=True)
+                 for n, command in enumerate(commands)]
     for log in logs:
         log.close()  # the children hold their own descriptors
     deadline, status = time.monotonic() + budget, 0
@@ -92,14 +113,13 @@ def run_side_by_side(commands: Sequence[List[str]], budget: float, log_dir: Opti
             time.sleep(0.5)
     finally:
         for p in processes:
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
+            _signal_group(p, signal.SIGINT)
         grace = time.monotonic() + GRACE_SECONDS
-        while time.monotonic() < grace and any(p.poll() is None for p in processes):
+        while time.monotonic() < grace and any(_group_alive(p) for p in processes):
             time.sleep(0.5)
         for p in processes:
-            if p.poll() is None:
-                p.kill()
+            _signal_group(p, signal.SIGKILL)
+            p.wait()
         for number, _ in enumerate(commands):
             if log_dir is not None:
                 print(f"jobs: last lines of {number}.log:", *last_lines(log_dir / f"{number}.log"), sep="\n  ", flush=True)
