@@ -151,3 +151,18 @@ def test_command_line_checks_files(data_root, tmp_path, capsys):
     assert main([str(data_root / "wolof" / "ud" / "wo_wtb-ud-dev.conllu"), str(bad)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("passes UD validator levels 1-2") and out[1].startswith(f"{bad}:2: ") and "multiple-roots" in out[1]
+
+
+def test_a_missing_validator_is_named_with_its_install_command(slice_text, tmp_path, monkeypatch):
+    import sys
+
+    from steps.data import validate
+
+    monkeypatch.setitem(sys.modules, "udtools", None)  # as on a machine without the package
+    monkeypatch.setitem(sys.modules, "udtools.state", None)
+    validate._validator.cache_clear()
+    try:
+        with pytest.raises(ModuleNotFoundError, match=r"udtools \(requirements.txt\); pip install -r requirements.txt"):
+            validate.official_errors(slice_text.splitlines(), "dev.conllu")
+    finally:
+        validate._validator.cache_clear()

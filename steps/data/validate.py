@@ -102,8 +102,18 @@ class ConlluText:
         return self.origin[min(max(index, 1), len(self.origin)) - 1] if self.origin else 1
 
 
+def _require_udtools() -> None:
+    """Fail in one line, naming the package, where the validator is not installed."""
+    try:
+        import udtools.state  # noqa: F401
+    except ImportError as missing:
+        raise ModuleNotFoundError("the official UD validator is not installed: udtools (requirements.txt); "
+                                  "pip install -r requirements.txt") from missing
+
+
 @lru_cache(maxsize=1)
 def _validator():
+    _require_udtools()
     from udtools import Validator
 
     # Warnings are not stored (no_warnings); nothing is printed (output=None).
@@ -112,6 +122,7 @@ def _validator():
 
 def _validate(handle, name: str):
     """The validator's State after reading ``handle`` (levels 1-2; warnings not stored)."""
+    _require_udtools()
     from udtools.state import State
 
     state = State()
