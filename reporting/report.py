@@ -790,12 +790,17 @@ def verdict(deltas) -> str:
     compared = sum(1 for *_, p in with_interval if p is not None)
     if not with_interval:
         return "No difference here has more than one shared seed, so none has an interval."
-    if not above and not below:
+    lie = lambda count: "lies" if count == 1 else "lie"  # noqa: E731
+    rest = len(with_interval) - len(above) - len(below)
+    if len(with_interval) == 1 and not above and not below:
+        (l, r, t, d, _), = with_interval
+        head = f"The one difference's interval includes 0 ({name(l, r, t)} {d.mean:+.2f} ± {d.half_width:.2f})."
+    elif not above and not below:
         head = f"No condition's interval excludes 0 ({len(with_interval)} differences)."
     else:
-        head = (f"Of {len(with_interval)} differences, {len(above)} lie above 0"
+        head = (f"Of {len(with_interval)} difference{'s' if len(with_interval) > 1 else ''}, {len(above)} {lie(len(above))} above 0"
                 + (f" ({'; '.join(above)})" if above else "") + f" and {len(below)} below 0"
-                + (f" ({'; '.join(below)})" if below else "") + f"; the other {len(with_interval) - len(above) - len(below)} include 0.")
+                + (f" ({'; '.join(below)})" if below else "") + f"; the other {rest} include{'s' if rest == 1 else ''} 0.")
     return head + (f" The paper's Δ lies inside our interval in {inside} of {compared}." if compared else "")
 
 

@@ -571,7 +571,9 @@ def test_the_paper_question_pairs_each_bias_with_m_beside_the_papers_delta():
     assert row == (f"| Wolof | µB-MX | {ud.mean:+.2f} ± {ud.half_width:.2f} | {ud_paper:+.2f} | 42–44 | "
                    f"{ner.mean:+.2f} ± {ner.half_width:.2f} | {ner_paper:+.2f} | 42–44 |")
     assert ud.mean - ud.half_width > 0 and ner.mean - ner.half_width < 0 < ner.mean + ner.half_width
-    assert "Of 2 differences, 1 lie above 0 (µB-MX Wolof UD LAS" in text and "and 0 below 0; the other 1 include 0." in text
+    assert "Of 2 differences, 1 lies above 0 (µB-MX Wolof UD LAS" in text and "and 0 below 0; the other 1 includes 0." in text
+    one = report.question_section(cells[3:5])  # NER alone: one difference, its interval across 0
+    assert f"The one difference's interval includes 0 (µB-MX Wolof NER F1 {ner.mean:+.2f} ± {ner.half_width:.2f})." in one
     assert "µB-random-init" not in text and "No syntactic-bias condition has cells yet at `gpu-paper_tenth`" in text
 
 
