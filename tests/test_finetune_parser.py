@@ -392,6 +392,19 @@ def test_exported_predictions_rescore_without_the_cache(trained, tmp_path):
     assert rescore.main([str(tmp_path)]) == 1
 
 
+def test_export_takes_the_paper_scale_cells_with_predictions_only(tmp_path):
+    """By default the paper-scale cells (gpu-<regime>) are exported; a result with nothing to re-score
+    (an MLM-accuracy score: metrics only) leaves no folder behind."""
+    from tools.export_predictions import export_result, selected
+
+    assert selected("gpu-paper") and selected("gpu-paper_tenth") and not selected("paper") and not selected("cpu")
+    assert selected("cpu", ["cpu"]) and not selected("gpu-paper", ["cpu"])
+    scores_only = tmp_path / "result"
+    scores_only.mkdir()
+    (scores_only / "metrics.json").write_text(json.dumps({"accuracy": 42.66}))
+    assert export_result(scores_only, tmp_path / "out") == [] and not (tmp_path / "out").exists()
+
+
 # --- the reference head (AllenNLP's embedder mix and variational dropout) -------------------------
 
 
