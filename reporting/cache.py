@@ -277,9 +277,7 @@ def unfinished_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) ->
         # mmap: only the pickled bookkeeping is read, not the model and optimizer tensors.
         saved = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)
         state, info, label = saved["state"], infos.get(folder.name), labels.get(folder.name, {})
-        # An entry copied in from another machine (`tools/jobs.py unpack`) has no step-info record
-        # here: its config is the step's own, from an experiment file that holds it.
-        config = (info.config if info is not None else None) or _config_from_files(folder.name, label.get("experiments", ()))
+        config = _step_config(folder.name, info, label)
         running = LocalWorkspace.guess_step_dir_state(folder) == {StepState.RUNNING}
         entry = Unfinished(folder.name, step_class, "running" if running else "stopped",
                            language=label.get("language") or _language_upstream(folder.name, infos),
@@ -317,6 +315,13 @@ def unfinished_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) ->
                 entry.last = history[-1].get(entry.metric)
         found.append(entry)
     return found
+
+
+def _step_config(unique_id: str, info, label: Dict[str, Any]) -> Dict[str, Any]:
+    """A cache entry's step config: its step-info record's, or, for an entry copied in from another
+    machine (`tools/jobs.py unpack`), which has no such record here, the step's own from an
+    experiment file that holds it."""
+    return (info.config if info is not None else None) or _config_from_files(unique_id, label.get("experiments", ()))
 
 
 def _config_from_files(unique_id: str, files: Sequence[str]) -> Dict[str, Any]:
@@ -525,8 +530,7 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
     folder = resolve_entry(workspace_dir, key, stopped=True)
     graphs = remembered_graphs(workspace_dir) if graphs is None else graphs
     kind = entry_kind(folder)
-    info = step_infos(workspace_dir).get(folder.name)
-    config = (info.config or {}) if info else {}
+    config = _step_config(folder.name, step_infos(workspace_dir).get(folder.name), graph_labels(graphs).get(folder.name, {}))
     if kind in ("result", "data"):
         [entry] = [e for e in list_entries(workspace_dir, graphs) if e.unique_id == folder.name] or [None]
         if entry is None or entry.kind != "encoder":

@@ -232,6 +232,10 @@ def test_unfinished_lists_stopped_and_running_steps_from_their_checkpoints(data_
     shutil.copytree(workspace.step_dir(graph["pretrained_model"]), copied)
     [moved] = unfinished(tmp_path / "copied")
     assert (moved["done"], moved["total"], moved["seed"]) == (4, 6, 3)
+    # Released from there, it carries the step's config (its card and step.json), not an empty one.
+    assert cache.main(["release", moved["unique_id"], "--workspace", str(tmp_path / "copied"), "--root", str(tmp_path / "out")]) == 0
+    [released] = (tmp_path / "out").glob("*/*/step.json")
+    assert json.loads(released.read_text())["config"] == graph["pretrained_model"].config
 
     monkeypatch.delenv(CRASH_AFTER_STEP_ENV)
     monkeypatch.setenv(CRASH_AFTER_EPOCH_ENV, "1")
