@@ -122,12 +122,12 @@ def _validator():
 
 def _validate(handle, name: str):
     """The validator's State after reading ``handle`` (levels 1-2; warnings not stored)."""
-    _require_udtools()
+    validator = _validator()  # checks that udtools is installed, once
     from udtools.state import State
 
     state = State()
     state.current_file_name = name
-    _validator().validate_file_handle(handle, state)
+    validator.validate_file_handle(handle, state)
     return state
 
 
