@@ -217,6 +217,43 @@ def test_reading_losses_back_every_few_steps_changes_nothing(pretraining_data, t
     assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
 
 
+def test_recomputed_activations_train_the_same_weights_under_the_same_key(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
+    """activation_checkpointing (the memory lever: each layer's activations recomputed in the
+    backward) keeps the cache key and gives the same history and weights bit for bit: dropout draws
+    the same masks in the recomputation. The layers really are checkpointed: their forwards run
+    twice per training step, for the batches at or above the size threshold."""
+    import steps.pretrain.pretrain as pretrain
+    from models.modeling_microbert import MicroBertLayer
+
+    settings = dict(max_steps=4, validate_every=2, checkpoint_every=10)
+    kept = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", **settings)
+    recomputed = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", step_args={"activation_checkpointing": True}, **settings)
+    assert recomputed.unique_id == kept.unique_id
+    expected = kept.result(LocalWorkspace(tmp_path / "kept"))
+    forward, calls = MicroBertLayer.forward, []
+
+    def counted(self, *args, **kwargs):
+        calls.append(self.training)
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(MicroBertLayer, "forward", counted)
+    monkeypatch.setattr(pretrain, "CHECKPOINT_FROM_SCORE_ELEMENTS", 0)  # every toy batch: recompute
+    result = recomputed.result(LocalWorkspace(tmp_path / "recomputed"))
+    layers = TINY_MODEL["num_hidden_layers"]
+    assert sum(calls) == 4 * layers * 2  # 4 training steps: forward + recomputation
+    assert read_metrics(result)["activation_checkpointing"] and not read_metrics(expected)["activation_checkpointing"]
+    assert without_timings(read_metrics(result)["history"]) == without_timings(read_metrics(expected)["history"])
+    theirs = encoder_weights(expected)
+    ours = encoder_weights(result)
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+    calls.clear()
+    monkeypatch.setattr(pretrain, "CHECKPOINT_FROM_SCORE_ELEMENTS", 2**40)  # no toy batch is that large
+    ours = encoder_weights(recomputed.result(LocalWorkspace(tmp_path / "small")))
+    assert sum(calls) == 4 * layers
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
 def test_a_non_finite_loss_stops_the_run_at_its_step_before_any_checkpoint(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
     from models import MicroBertForPretraining
 

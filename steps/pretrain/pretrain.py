@@ -202,6 +202,35 @@ def sampling_seed(seed: int, micro_batch: int) -> int:
 LOADER_PREFETCH = 32
 
 
+# Batches whose (B, H, T, T) attention scores reach this many elements (512 MiB in fp32) recompute
+# their activations under `activation_checkpointing`; smaller ones keep them and skip the extra
+# forward. A paper-scale batch of 256 rows crosses it from ~256 tokens on (8 heads).
+CHECKPOINT_FROM_SCORE_ELEMENTS = 2**27
+
+
+class ActivationCheckpointing:
+    """Keep only each encoder layer's input for the backward pass and recompute the rest there, for
+    the batches large enough to need it (`CHECKPOINT_FROM_SCORE_ELEMENTS`).
+
+    A paper-scale batch of 256 rows of ~500 tokens makes each SLA layer hold several (B, H, T, T)
+    tensors of ~2 GB for its backward; three layers outgrow a machine with 24 GB. Recomputing costs
+    about one more forward pass. `torch.utils.checkpoint` restores the RNG state before the
+    recomputation, so dropout draws the same masks and the gradients are the same."""
+
+    def __init__(self, model: torch.nn.Module):
+        from transformers.modeling_layers import GradientCheckpointingLayer
+
+        model.bert.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.heads = model.config.num_attention_heads
+        self.layers = [module for module in model.bert.modules() if isinstance(module, GradientCheckpointingLayer)]
+
+    def for_batch(self, input_ids: torch.Tensor) -> None:
+        batch_size, length = input_ids.shape[:2]
+        recompute = batch_size * self.heads * length * length >= CHECKPOINT_FROM_SCORE_ELEMENTS
+        for layer in self.layers:
+            layer.gradient_checkpointing = recompute
+
+
 def micro_batch_loader(dataset: MicroBatches, workers: int, pin_memory: bool) -> torch.utils.data.DataLoader:
     """Items of ``dataset`` in order; ``workers`` > 0 collates them in that many processes,
     `LOADER_PREFETCH` batches ahead each (on a GPU the ~0.1 ms per row of Python collation otherwise bounds the
@@ -336,7 +365,9 @@ class PretrainMicrobert(Step):
 
     ``wandb`` (W&B tracking, on and offline by default, `steps.common.tracking`), ``num_threads``,
     ``device``, ``loader_workers`` (processes that collate batches ahead of the loop,
-    `micro_batch_loader`; worth it on a GPU), ``parse_inputs_in_loader`` (the SLA mask and P/T
+    `micro_batch_loader`; worth it on a GPU), ``activation_checkpointing`` (each encoder layer's
+    activations recomputed in the backward pass instead of kept: the memory lever of a machine whose
+    memory a paper-scale batch outgrows, `ActivationCheckpointing`), ``parse_inputs_in_loader`` (the SLA mask and P/T
     samples built with the batch, `models.prepared_inputs`, instead of in the model's forward: the
     same draws, bit for bit on a CPU), ``sync_every`` and ``stall_seconds`` (`TrainingWatch`)
     change how the run is watched and where it runs, not its result, so they are left out of the
@@ -351,7 +382,8 @@ class PretrainMicrobert(Step):
     CACHEABLE = True
     VERSION = "002"  # 002: length-bucketed batches by default (PretrainingConfig.bucket_by_length)
     FORMAT = DirectoryFormat()
-    SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers", "sync_every", "stall_seconds", "parse_inputs_in_loader"}
+    SKIP_ID_ARGUMENTS = {"wandb", "num_threads", "device", "loader_workers", "sync_every", "stall_seconds", "parse_inputs_in_loader",
+                         "activation_checkpointing"}
     # Only condition H reads soft labels (precompute_soft_labels); the levers key only when set.
     SKIP_DEFAULT_ARGUMENTS = {"soft_label_table": None, "precision": "fp32", "fused_optimizer": False, "compile_encoder": None,
                               "compile_objectives": None}
@@ -375,6 +407,7 @@ class PretrainMicrobert(Step):
         compile_encoder: Optional[Dict[str, Any]] = None,
         parse_inputs_in_loader: bool = True,
         compile_objectives: Optional[Dict[str, Any]] = None,
+        activation_checkpointing: bool = False,
     ) -> Path:
         if loader_workers < 0:
             raise ValueError(f"loader_workers must be ≥ 0, not {loader_workers}")
@@ -385,6 +418,7 @@ class PretrainMicrobert(Step):
             return self._pretrain(
                 pretraining_data, Path(tokenizer), condition, model or {}, training, wandb, device, loader_workers, soft_label_table,
                 precision, fused_optimizer, watch, compile_encoder, parse_inputs_in_loader, compile_objectives,
+                activation_checkpointing,
             )
 
     # ------------------------------------------------------------------------------------------
@@ -409,7 +443,7 @@ class PretrainMicrobert(Step):
 
     def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0,
                   soft_label_table=None, precision="fp32", fused_optimizer=False, watch=None, compile_encoder=None,
-                  parse_inputs_in_loader=True, compile_objectives=None):
+                  parse_inputs_in_loader=True, compile_objectives=None, activation_checkpointing=False):
         from models import parse_condition
         from models.objectives import objective_sizes
         from models.prepared_inputs import ParseInputs
@@ -435,6 +469,7 @@ class PretrainMicrobert(Step):
         model = self._build_model(condition, overrides, len(tokenizer), len(xpos_labels), config.seed).to(device)
         # The encoder (few shapes: CUDA graphs pay off) apart from the P/T losses, whose sample counts vary per batch.
         compile_module(model.bert, compile_encoder)
+        recompute = ActivationCheckpointing(model) if activation_checkpointing else None
         if compile_objectives is not None:
             model.compile_objectives(compile_options(compile_objectives))
         optimizer = (fused_adamw if fused_optimizer else torch.optim.AdamW)(
@@ -477,6 +512,7 @@ class PretrainMicrobert(Step):
             "compile_encoder": compile_encoder,
             "parse_inputs_in_loader": parse_inputs_in_loader,
             "compile_objectives": compile_objectives,
+            "activation_checkpointing": activation_checkpointing,
         }
         self.logger.info(
             "pretraining %s: %d parameters, %d train rows, %d steps of %d×%d rows, warmup %d",
@@ -493,10 +529,11 @@ class PretrainMicrobert(Step):
         with tracked_run(self, use_wandb, "pretrain", run_info, seed=config.seed) as tracker:
             return self._train(model, optimizer, scheduler, micro_batches, collator, dev_rows, config, device, state,
                                harness, run_info, tokenizer_dir, condition, tracker, autocast_for(device, precision),
-                               watch or TrainingWatch())
+                               watch or TrainingWatch(), recompute)
 
     def _train(self, model, optimizer, scheduler, micro_batches, collator, dev_rows, config: PretrainingConfig, device,
-               state, harness: TrainingHarness, run_info, tokenizer_dir, condition, tracker, autocast, watch) -> Path:
+               state, harness: TrainingHarness, run_info, tokenizer_dir, condition, tracker, autocast, watch,
+               recompute: Optional[ActivationCheckpointing] = None) -> Path:
         model.train()
         session_start = time.perf_counter()
         wall_before = state["wall_seconds"]
@@ -516,6 +553,8 @@ class PretrainMicrobert(Step):
                     tokens += packed.tokens  # counted in the loader: no device wait
                     batch = packed.unpack(device, non_blocking=True)
                     model.set_sampling_seed(sampling_seed(config.seed, micro))
+                    if recompute is not None:
+                        recompute.for_batch(batch["input_ids"])
                     with autocast:
                         output = model(**batch)
                     (output.loss / config.grad_accumulation).backward()
