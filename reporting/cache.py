@@ -360,6 +360,15 @@ def _size(size: int) -> str:
     return str(size)
 
 
+def _devices(metrics: Dict[str, Any]) -> str:
+    """Where the encoder was trained. A step records the device of the run that finished it; a
+    resumed pretraining may have run its earlier steps elsewhere, so the card says which run that was."""
+    device, resumed = metrics.get("device", "?"), metrics.get("resumed_from") or []
+    if not resumed:
+        return f"device {device}"
+    return f"device {device} from step {resumed[-1]:,} on (resumed at steps {', '.join(f'{step:,}' for step in resumed)})"
+
+
 def _figure(value: Optional[float]) -> str:
     return "—" if value is None else f"{value:.2f}"
 
@@ -441,7 +450,7 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
         "## Training",
         "",
         f"- steps: {entry.steps} (batch {training.get('batch_size', '?')}, lr {training.get('lr', '?')}, warmup "
-        f"{training.get('warmup_steps', training.get('warmup', '?'))}); device {metrics.get('device', '?')}",
+        f"{training.get('warmup_steps', training.get('warmup', '?'))}); {_devices(metrics)}",
         f"- metrics: final dev MLM loss {_figure(entry.final_dev_mlm_loss)}; best {_figure(metrics.get('best_dev_mlm_loss'))} "
         f"at step {metrics.get('best_step', '?')}; dev MLM loss by step: {curve or '—'}",
         f"- cache entry (Tango unique ID): `{entry.unique_id}`",

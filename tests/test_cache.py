@@ -155,6 +155,7 @@ def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path, capsys):
     assert card.startswith("---\nlanguage: ") and "\nlibrary_name: transformers\n" in card  # the Hugging Face card format
     assert step.unique_id in card and "condition M (smoke scale, seed 3)" in card and "steps: 4" in card and "final dev MLM loss" in card
     assert "| pronto:proper_noun_subject | smoke | 1 |" in card  # its downstream cell, with its scale and seed
+    assert "); device cpu\n" in card  # trained in one run: its device, nothing about resuming
     # No project code: an isolated interpreter (no cwd, no PYTHONPATH) in another folder.
     probe = ("import importlib.util, sys, torch\n"
              "assert importlib.util.find_spec('models') is None and importlib.util.find_spec('steps') is None\n"
@@ -170,6 +171,14 @@ def test_export_is_a_self_contained_hf_folder(small_cache, tmp_path, capsys):
     with torch.no_grad():
         expected = float(model.eval()(**tokenizer("Waaw , dama ko xam", return_tensors="pt")).last_hidden_state.sum())
     assert float(completed.stdout.strip().splitlines()[-1]) == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_card_names_the_device_of_the_run_that_finished_a_resumed_pretraining():
+    """A step records the device of its last run only: the card must not claim it for the steps
+    that earlier runs, perhaps elsewhere, trained."""
+    assert cache._devices({"device": "cuda"}) == "device cuda"
+    assert cache._devices({"device": "cpu", "resumed_from": [12502, 56739]}) == (
+        "device cpu from step 56,739 on (resumed at steps 12,502, 56,739)")
 
 
 def test_training_curves_are_the_cached_histories(small_cache, tmp_path):
