@@ -361,9 +361,16 @@ def _size(size: int) -> str:
 
 
 def _devices(metrics: Dict[str, Any]) -> str:
-    """Where the encoder was trained. A step records the device of the run that finished it; a
-    resumed pretraining may have run its earlier steps elsewhere, so the card says which run that was."""
-    device, resumed = metrics.get("device", "?"), metrics.get("resumed_from") or []
+    """Where the encoder was trained: each run of a resumed pretraining (`runs`, from its step on),
+    else the device of the run that finished it. A checkpoint written before runs were recorded
+    left its earlier runs' devices unknown; the card says so rather than claim them."""
+    runs, resumed = metrics.get("runs") or [], metrics.get("resumed_from") or []
+    if runs:
+        where = [f"{run['device']} ({run['threads']} threads) from step {run['from_step']:,}" for run in runs]
+        if runs[0]["from_step"] > 0:
+            where.insert(0, "not recorded before step {:,}".format(runs[0]["from_step"]))
+        return "device " + ("; ".join(where) if len(where) > 1 else runs[0]["device"])
+    device = metrics.get("device", "?")
     if not resumed:
         return f"device {device}"
     return f"device {device} from step {resumed[-1]:,} on (resumed at steps {', '.join(f'{step:,}' for step in resumed)})"

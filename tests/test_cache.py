@@ -179,6 +179,12 @@ def test_the_card_names_the_device_of_the_run_that_finished_a_resumed_pretrainin
     assert cache._devices({"device": "cuda"}) == "device cuda"
     assert cache._devices({"device": "cpu", "resumed_from": [12502, 56739]}) == (
         "device cpu from step 56,739 on (resumed at steps 12,502, 56,739)")
+    one_run = [{"from_step": 0, "device": "cuda", "threads": 16}]
+    assert cache._devices({"device": "cuda", "runs": one_run}) == "device cuda"
+    assert cache._devices({"device": "cpu", "resumed_from": [30000], "runs": one_run + [
+        {"from_step": 30000, "device": "cpu", "threads": 2}]}) == "device cuda (16 threads) from step 0; cpu (2 threads) from step 30,000"
+    assert cache._devices({"device": "cpu", "resumed_from": [50049, 56739], "runs": [
+        {"from_step": 56739, "device": "cpu", "threads": 2}]}) == "device not recorded before step 56,739; cpu (2 threads) from step 56,739"
 
 
 def test_training_curves_are_the_cached_histories(small_cache, tmp_path):

@@ -79,7 +79,7 @@ def test_plain_condition_exports_a_stock_bert_encoder(pretraining_data, tokenize
     final = metrics["final"]
     assert final["train_tokens"] > 0 and final["tokens_per_second"] > 0 and final["wall_seconds"] > 0
     assert "dev_xpos_loss" not in final and final["dev_loss"] == final["dev_mlm_loss"]
-    assert metrics["resumed_from"] == []
+    assert metrics["resumed_from"] == [] and metrics["runs"] == [{"from_step": 0, "device": "cpu", "threads": 1}]
     # A second request is served from the cache, not retrained.
     assert make_step(pretraining_data, tokenizer_dir, "M") in workspace.step_cache
 
@@ -116,6 +116,7 @@ def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run
 
     metrics, expected = read_metrics(resumed), read_metrics(reference)
     assert metrics["resumed_from"] == [4]
+    assert [run["from_step"] for run in metrics["runs"]] == [0, 4]  # each run's device, from its first step
     assert without_timings(metrics["history"]) == without_timings(expected["history"])
     # Stock AutoModel adds a freshly initialised pooler; every trained weight must match exactly.
     ours = AutoModel.from_pretrained(resumed / "encoder").state_dict()

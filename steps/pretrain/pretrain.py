@@ -495,6 +495,8 @@ class PretrainMicrobert(Step):
             self.logger.info("resuming from step %d (checkpoint %s)", state["step"], harness.path)
         else:
             torch.manual_seed(derived_seed(config.seed, "dropout"))
+        # Where each run of this step trained: a stopped pretraining may go on on another machine.
+        state.setdefault("runs", []).append({"from_step": state["step"], "device": str(device), "threads": torch.get_num_threads()})
 
         run_info = {
             "condition": condition,
@@ -674,6 +676,7 @@ class PretrainMicrobert(Step):
             best_step=best["step"],
             best_dev_mlm_loss=best["dev_mlm_loss"],
             resumed_from=state["resumed_from"],
+            runs=state["runs"],
         )
         (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
         self.logger.info(
