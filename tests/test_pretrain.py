@@ -126,6 +126,21 @@ def test_resuming_after_a_crash_with_loader_workers_matches_an_uninterrupted_run
     assert all(torch.equal(ours[k], theirs[k]) for k in trained)
 
 
+def test_loader_workers_are_capped_at_the_machines_cores(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
+    """The paper scale's 10 workers are sized for a GPU machine; on a smaller one each extra process only
+    competes for the cores and holds memory. The cap keeps the cache key and the weights."""
+    import steps.pretrain.pretrain as pretrain
+
+    expected = make_step(pretraining_data, tokenizer_dir, max_steps=2).result(LocalWorkspace(tmp_path / "none"))
+    monkeypatch.setattr(pretrain.os, "cpu_count", lambda: 1)
+    step = make_step(pretraining_data, tokenizer_dir, loader_workers=3, max_steps=2)
+    assert step.unique_id == make_step(pretraining_data, tokenizer_dir, max_steps=2).unique_id
+    result = step.result(LocalWorkspace(tmp_path / "capped"))
+    assert read_metrics(result)["loader_workers"] == 1 and read_metrics(expected)["loader_workers"] == 0
+    ours, theirs = encoder_weights(result), encoder_weights(expected)
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
 def test_sigint_stops_at_the_step_boundary_with_a_checkpoint_and_the_resumed_run_is_the_uninterrupted_one(
         pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
     """A GPU job's time running out (`tools/jobs.py run` sends SIGINT) during step 3's forward: step 3

@@ -20,6 +20,7 @@ import faulthandler
 import json
 import logging
 import math
+import os
 import sys
 import shutil
 import time
@@ -365,7 +366,7 @@ class PretrainMicrobert(Step):
 
     ``wandb`` (W&B tracking, on and offline by default, `steps.common.tracking`), ``num_threads``,
     ``device``, ``loader_workers`` (processes that collate batches ahead of the loop,
-    `micro_batch_loader`; worth it on a GPU), ``activation_checkpointing`` (each encoder layer's
+    `micro_batch_loader`; worth it on a GPU; at most one per core), ``activation_checkpointing`` (each encoder layer's
     activations recomputed in the backward pass instead of kept: the memory lever of a machine whose
     memory a paper-scale batch outgrows, `ActivationCheckpointing`), ``parse_inputs_in_loader`` (the SLA mask and P/T
     samples built with the batch, `models.prepared_inputs`, instead of in the model's forward: the
@@ -498,6 +499,12 @@ class PretrainMicrobert(Step):
         # Where each run of this step trained: a stopped pretraining may go on on another machine.
         state.setdefault("runs", []).append({"from_step": state["step"], "device": str(device), "threads": torch.get_num_threads()})
 
+        # More collating processes than cores only compete with the training loop for them, and each
+        # holds its own copy of the rows it touched: the paper scale's 10, sized for a GPU machine,
+        # ran a 2-core, 24 GB machine out of memory beside its longest batches.
+        workers = min(loader_workers, os.cpu_count() or 1)
+        if workers < loader_workers:
+            self.logger.info("%d loader workers, not %d: this machine has %d cores", workers, loader_workers, os.cpu_count() or 1)
         run_info = {
             "condition": condition,
             "parameters": sum(p.numel() for p in model.parameters()),
@@ -515,6 +522,7 @@ class PretrainMicrobert(Step):
             "parse_inputs_in_loader": parse_inputs_in_loader,
             "compile_objectives": compile_objectives,
             "activation_checkpointing": activation_checkpointing,
+            "loader_workers": workers,
         }
         self.logger.info(
             "pretraining %s: %d parameters, %d train rows, %d steps of %d×%d rows, warmup %d",
@@ -526,7 +534,7 @@ class PretrainMicrobert(Step):
         micro_batches = iter(micro_batch_loader(
             MicroBatches(train_rows, order, collator, config.seed, first_micro, config.max_steps * config.grad_accumulation - first_micro,
                          parse_inputs=ParseInputs(model.config) if parse_inputs_in_loader else None),
-            loader_workers, pin_memory=device.type == "cuda",
+            workers, pin_memory=device.type == "cuda",
         ))
         with tracked_run(self, use_wandb, "pretrain", run_info, seed=config.seed) as tracker:
             return self._train(model, optimizer, scheduler, micro_batches, collator, dev_rows, config, device, state,
