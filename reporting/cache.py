@@ -366,10 +366,18 @@ def _devices(metrics: Dict[str, Any]) -> str:
     left its earlier runs' devices unknown; the card says so rather than claim them."""
     runs, resumed = metrics.get("runs") or [], metrics.get("resumed_from") or []
     if runs:
-        where = [f"{run['device']} ({run['threads']} threads) from step {run['from_step']:,}" for run in runs]
+        # Consecutive runs on the same kind of machine read as one stretch, with their count.
+        stretches: List[List[Dict[str, Any]]] = []
+        for run in runs:
+            if stretches and (stretches[-1][0]["device"], stretches[-1][0]["threads"]) == (run["device"], run["threads"]):
+                stretches[-1].append(run)
+            else:
+                stretches.append([run])
+        where = [f"{stretch[0]['device']} ({stretch[0]['threads']} threads) from step {stretch[0]['from_step']:,}"
+                 + (f" ({len(stretch)} runs)" if len(stretch) > 1 else "") for stretch in stretches]
         if runs[0]["from_step"] > 0:
             where.insert(0, "not recorded before step {:,}".format(runs[0]["from_step"]))
-        return "device " + ("; ".join(where) if len(where) > 1 else runs[0]["device"])
+        return "device " + ("; ".join(where) if len(where) > 1 or len(runs) > 1 else runs[0]["device"])
     device = metrics.get("device", "?")
     if not resumed:
         return f"device {device}"

@@ -185,6 +185,10 @@ def test_the_card_names_the_device_of_the_run_that_finished_a_resumed_pretrainin
         {"from_step": 30000, "device": "cpu", "threads": 2}]}) == "device cuda (16 threads) from step 0; cpu (2 threads) from step 30,000"
     assert cache._devices({"device": "cpu", "resumed_from": [50049, 56739], "runs": [
         {"from_step": 56739, "device": "cpu", "threads": 2}]}) == "device not recorded before step 56,739; cpu (2 threads) from step 56,739"
+    assert cache._devices({"device": "cpu", "runs": one_run + [{"from_step": step, "device": "cpu", "threads": 2} for step in (30000, 31000, 32000)]}) == (
+        "device cuda (16 threads) from step 0; cpu (2 threads) from step 30,000 (3 runs)")
+    assert cache._devices({"device": "cpu", "runs": [{"from_step": 0, "device": "cpu", "threads": 2}, {"from_step": 500, "device": "cpu", "threads": 2}]}) == (
+        "device cpu (2 threads) from step 0 (2 runs)")
 
 
 def test_training_curves_are_the_cached_histories(small_cache, tmp_path):
