@@ -38,6 +38,7 @@ folder, its step-info row, and the run links and run records that point to it.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -367,12 +368,7 @@ def _devices(metrics: Dict[str, Any]) -> str:
     runs, resumed = metrics.get("runs") or [], metrics.get("resumed_from") or []
     if runs:
         # Consecutive runs on the same kind of machine read as one stretch, with their count.
-        stretches: List[List[Dict[str, Any]]] = []
-        for run in runs:
-            if stretches and (stretches[-1][0]["device"], stretches[-1][0]["threads"]) == (run["device"], run["threads"]):
-                stretches[-1].append(run)
-            else:
-                stretches.append([run])
+        stretches = [list(group) for _, group in itertools.groupby(runs, key=lambda run: (run["device"], run["threads"]))]
         where = [f"{stretch[0]['device']} ({stretch[0]['threads']} threads) from step {stretch[0]['from_step']:,}"
                  + (f" ({len(stretch)} runs)" if len(stretch) > 1 else "") for stretch in stretches]
         if runs[0]["from_step"] > 0:
