@@ -17,6 +17,7 @@ import argparse
 import csv
 import io
 import json
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -310,6 +311,13 @@ def gpu_side_by_side_section(path: Path = GPU_SIDE_BY_SIDE_JSON) -> str:
 GPU_SIDE_BY_SIDE_JSONL = Path("docs/benchmarks/gpu_side_by_side.jsonl")
 
 
+def _job_language(run: dict, command: str) -> str:
+    """A job's run's language, from its experiment file (or the job's files where all share one language)."""
+    files = [run["experiment"]] if "experiment" in run else re.findall(r"(\S+?\.jsonnet)", command)
+    languages = {Path(file.split(":")[0]).stem.split("_")[0].capitalize() for file in files}
+    return languages.pop() if len(languages) == 1 else "—"
+
+
 def gpu_side_by_side_records(path: Path = GPU_SIDE_BY_SIDE_JSONL) -> str:
     """Later jobs of several pretrainings on one GPU (benchmarks/gpu/side_by_side.py), a row per run."""
     if not path.exists():
@@ -320,7 +328,7 @@ def gpu_side_by_side_records(path: Path = GPU_SIDE_BY_SIDE_JSONL) -> str:
         for run in record["runs"]:
             windows = run["pace_windows_steps_per_second"]
             share = record["share_of_alone_pace"].get(run["condition"])
-            rows.append((run["condition"], record["device"], record["side_by_side"],
+            rows.append((_job_language(run, record["command"]), run["condition"], record["device"], record["side_by_side"],
                          f"{run['steps'][0]:,}–{run['steps'][1]:,}" + ("" if run["finished"] else " (stopped)"),
                          min(windows), statistics.median(windows), max(windows), "—" if share is None else share,
                          "—" if busy is None else f"{busy:.0f}",
@@ -331,7 +339,7 @@ def gpu_side_by_side_records(path: Path = GPU_SIDE_BY_SIDE_JSONL) -> str:
             f"{commands}. Pace windows are a minute each, the first of each process (start-up, compile) left out; a window "
             f"holding a dev evaluation is slower. \"× alone\": the median window over the run's pace alone ({sources}); "
             "GPU busy: the median nvidia-smi utilisation from the first busy sample to the last.\n\n"
-            + markdown_table(["condition", "device", "side by side", "steps", "slowest window (steps/s)", "median window (steps/s)",
+            + markdown_table(["language", "condition", "device", "side by side", "steps", "slowest window (steps/s)", "median window (steps/s)",
                               "fastest window (steps/s)", "× alone", "GPU busy (%)", "dev MLM loss by step"], rows))
 
 

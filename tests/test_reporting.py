@@ -211,8 +211,10 @@ def test_pretrainings_side_by_side_come_from_the_jobs_own_logs(tmp_path):
     smi = tmp_path / "smi.csv"
     smi.write_text("2026/11/27 13:19:06.548, 0 %, 0 MiB\n2026/11/27 13:19:21.5, 40 %, 45 MiB\n"
                    "2026/11/27 13:19:36.6, 0 %, 45 MiB\n2026/11/27 13:19:51.6, 90 %, 46 MiB\n2026/11/27 13:20:06.6, 0 %, 0 MiB\n")
-    made = side_by_side.record(logs, smi, "jobs.py run …", {"M": 100.0, "MX": 50.0}, "a pace file", device="H200")
+    command = "jobs.py run experiments/paper/wolof_m.jsonnet:pretrained_model experiments/paper/coptic_mx.jsonnet x_tg.jsonnet:lm"
+    made = side_by_side.record(logs, smi, command, {"M": 100.0, "MX": 50.0}, "a pace file", device="H200")
     m, mx = made["runs"]
+    assert (m["experiment"], mx["experiment"]) == ("experiments/paper/wolof_m.jsonnet", "experiments/paper/coptic_mx.jsonnet")
     assert (m["condition"], m["steps"], m["finished"], m["pace_windows_steps_per_second"]) == ("M", [43170, 62500], True, [72.2, 92.2, 80.6])
     assert m["dev_mlm_loss"] == {"62500": 3.0101}
     assert (mx["steps"], mx["finished"], mx["pace_windows_steps_per_second"], mx["dev_mlm_loss"]) == ([0, 12039], False, [62.0, 40.0], {"10000": 4.1982})
@@ -221,9 +223,15 @@ def test_pretrainings_side_by_side_come_from_the_jobs_own_logs(tmp_path):
 
     path = tmp_path / "gpu_side_by_side.jsonl"
     path.write_text(json.dumps(made) + "\n")
-    rows = [line for line in report.gpu_side_by_side_records(path).splitlines() if line.startswith("| M")]
-    assert rows == ["| M | H200 | 2 | 43,170–62,500 | 72.20 | 80.60 | 92.20 | 0.81 | 40 | 62500: 3.0101 |",
-                    "| MX | H200 | 2 | 0–12,039 (stopped) | 40.00 | 51.00 | 62.00 | 1.02 | 40 | 10000: 4.1982 |"]
+    rows = [line for line in report.gpu_side_by_side_records(path).splitlines() if line.startswith(("| Wolof", "| Coptic"))]
+    assert rows == ["| Wolof | M | H200 | 2 | 43,170–62,500 | 72.20 | 80.60 | 92.20 | 0.81 | 40 | 62500: 3.0101 |",
+                    "| Coptic | MX | H200 | 2 | 0–12,039 (stopped) | 40.00 | 51.00 | 62.00 | 1.02 | 40 | 10000: 4.1982 |"]
+    # A record from before runs named their file: the job's files, where they share one language.
+    for run in made["runs"]:
+        del run["experiment"]
+    made["command"] = "jobs.py run experiments/paper/wolof_m.jsonnet:pretrained_model experiments/paper/wolof_mx.jsonnet"
+    path.write_text(json.dumps(made) + "\n")
+    assert [line.split(" | ")[0] for line in report.gpu_side_by_side_records(path).splitlines() if line.startswith("| Wolof")] == ["| Wolof"] * 2
     assert report.gpu_side_by_side_records(tmp_path / "absent.jsonl") == ""
 
 

@@ -32,6 +32,7 @@ RESUMED = re.compile(r"resuming from step (\d+)")
 WINDOW = re.compile(r"step (\d+)/\d+: ([\d.]+) steps/s")
 DEV = re.compile(r"step (\d+): (\{\"dev_mlm_loss\".*?\})")
 STOPPED = re.compile(r"stopped after step (\d+)")
+TARGET = re.compile(r"(\S+\.jsonnet)")
 STAMP = re.compile(r"\[(\d\d/\d\d/\d\d \d\d:\d\d:\d\d)\]")
 
 
@@ -70,8 +71,13 @@ def record(logs: Path, smi: Path, command: str, alone: Dict[str, float], alone_s
            device: Optional[str] = None, every: int = 15) -> dict:
     """The job's record: its runs, the GPU's utilisation and, where each run's pace alone is given, the
     work of all runs together in units of one run at a time (median windows)."""
-    runs = [run for log in sorted(Path(logs).glob("*.log"), key=lambda p: int(p.stem) if p.stem.isdigit() else p.stem)
-            if (run := pretraining_run(log)) is not None]
+    targets = TARGET.findall(command)  # jobs.py writes target n's log as n.log
+    runs = []
+    for log in sorted(Path(logs).glob("*.log"), key=lambda p: int(p.stem) if p.stem.isdigit() else p.stem):
+        if (run := pretraining_run(log)) is not None:
+            if log.stem.isdigit() and int(log.stem) < len(targets):
+                run = {"experiment": targets[int(log.stem)], **run}
+            runs.append(run)
     if not runs:
         raise SystemExit(f"{logs}: no pretraining log (*.log with a 'pretraining CONDITION: N parameters' line)")
     gpu = utilisation(smi)
