@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import itertools
 import json
 import re
 import statistics
@@ -812,6 +813,16 @@ def verdict(deltas) -> str:
     return head + (f" The paper's Δ lies inside our interval in {inside} of {compared}." if compared else "")
 
 
+def _m_alone_text(cells, scale: str, compared) -> str:
+    """The languages whose µB-M has cells at ``scale`` with no syntactic-bias condition beside it yet."""
+    alone = {}
+    for cell in cells:
+        if cell.scale == scale and cell.row == "M" and cell.result and cell.column not in compared and cell.table in dict(QUESTION_TABLES):
+            alone.setdefault(cell.column, []).append(f"{dict(QUESTION_TABLES)[cell.table]} {cell.mean:.2f}, {_seeds_text(cell.result['seeds'])}")
+    return "".join(f"\n{short_title(language)}: µB-M only so far ({'; '.join(figures)}), no syntactic-bias condition beside it at this scale.\n"
+                   for language, figures in sorted(alone.items()))
+
+
 def question_section(cells) -> str:
     """The paper's question first: does a syntactic inductive bias help? Per scale with the cells,
     each bias condition − µB-M (UD LAS, NER F1) with its paired 95 % interval, the paper's Δ beside it,
@@ -844,7 +855,8 @@ def question_section(cells) -> str:
                      + (" Provenance: the committed record (docs/tables/) wherever this cache lacks a cell." if recorded
                         else " Provenance: every figure is from the cache that wrote this.")
                      + (f"\n\n{tables.undertrained_note(cells)}" if scale == "cpu" else "")
-                     + "\n\n" + markdown_table(header, rows) + f"\n**Verdict ({scale}):** {verdict(deltas)}\n")
+                     + "\n\n" + markdown_table(header, rows) + f"\n**Verdict ({scale}):** {verdict(deltas)}\n"
+                     + _m_alone_text(cells, scale, {language for language, _ in deltas}))
     if without:
         parts.append(f"No syntactic-bias condition has cells yet at {', '.join(f'`{s}`' for s in without)} "
                      "(µB-M and random-init only): those scales answer the question once such a condition is run.\n")
@@ -884,11 +896,11 @@ def headline_section(cells, grid, so_far) -> str:
     if ("M", "wolof") in m_mlm and ("trigram-LM", "wolof") in m_mlm:
         text += (f"Those encoders are undertrained: µB-M predicts {m_mlm[('M', 'wolof')]:.2f} % of masked Wolof tokens, "
                  f"a trigram LM {m_mlm[('trigram-LM', 'wolof')]:.2f} %. ")
-    for cell in paper_scale:
-        language, published = cell.column, paper["table2"]["rows"]["M"].get(cell.column)
-        text += (f"Pretrained at the paper's scale and fine-tuned under the `{cell.scale[4:]}` "
-                 f"regime, {short_title(language)} µB-M reaches {cell.mean:.2f} test LAS ({cell.result['n']} seeds) against the "
-                 f"paper's {published:.2f}. ")
+    for scale, group in itertools.groupby(sorted(paper_scale, key=lambda c: c.scale), key=lambda c: c.scale):
+        figures = [f"{short_title(c.column)} {c.mean:.2f} ({c.result['n']} seeds; paper {paper['table2']['rows']['M'].get(c.column):.2f})"
+                   for c in group]
+        text += (f"Pretrained at the paper's scale and fine-tuned under the `{scale[4:]}` regime, µB-M reaches test LAS "
+                 + ", ".join(figures) + ". ")
     note = paper_comparison_note()
     text += "The paper's column of Table 2, read against ours: " + (note[len("Dev: "):] if note.startswith("Dev: ") else note)
     parts.append(text)

@@ -583,6 +583,9 @@ def test_the_paper_question_pairs_each_bias_with_m_beside_the_papers_delta():
     one = report.question_section(cells[3:5])  # NER alone: one difference, its interval across 0
     assert f"The one difference's interval includes 0 (µB-MX Wolof NER F1 {ner.mean:+.2f} ± {ner.half_width:.2f})." in one
     assert "µB-random-init" not in text and "No syntactic-bias condition has cells yet at `gpu-paper_tenth`" in text
+    coptic = report.question_section(cells + [cell("table2", "cpu", "M", "coptic", [84.0, 84.5, 85.0])])
+    assert "\nCoptic: µB-M only so far (UD LAS 84.50, 42–44), no syntactic-bias condition beside it at this scale.\n" in coptic
+    assert "Wolof: µB-M only" not in coptic and "Coptic: µB-M only" not in text
 
 
 def _tables_of(text: str):
@@ -659,3 +662,17 @@ def test_a_step_whose_cache_entry_was_deleted_is_not_reported(tmp_path):
     shutil.rmtree(tmp_path / "workspace" / "cache" / deleted.unique_id)
     reopened = LocalWorkspace(tmp_path / "workspace")  # as `python -m reporting.report` opens it
     assert [info.unique_id for info in report.completed_steps(reopened, "CountRows")] == [kept.unique_id]
+
+
+def test_headline_gives_each_regimes_paper_scale_mu_b_m_in_one_sentence():
+    """Every language's paper-scale µB-M under one regime goes in one sentence, each beside the paper's."""
+    from types import SimpleNamespace
+
+    cells = [SimpleNamespace(table="table2", scale=scale, row="M", column=language, result={"n": n}, mean=mean)
+             for scale, language, n, mean in (("gpu-paper_tenth", "wolof", 5, 75.17), ("gpu-paper_tenth", "coptic", 5, 88.58),
+                                              ("gpu-paper", "wolof", 2, 76.12))]
+    text = report.headline_section(cells, [], {})
+    assert ("Pretrained at the paper's scale and fine-tuned under the `paper_tenth` regime, µB-M reaches test LAS "
+            "Coptic 88.58 (5 seeds; paper 88.47), Wolof 75.17 (5 seeds; paper 77.71). ") in text
+    assert "under the `paper` regime, µB-M reaches test LAS Wolof 76.12 (2 seeds; paper 77.71). " in text
+    assert text.count("Pretrained at the paper's scale") == 2
