@@ -27,6 +27,27 @@ def test_overlap_matches_a_brute_force_over_token_runs():
     assert corpus_overlap.overlap([["x", "y"]], [["w", "x"], ["y", "z"]]) == [False]
 
 
+def test_a_sentence_counts_in_either_segmentation_its_text_or_its_words():
+    """Coptic's `# text` holds bound groups of several words, while its corpus is in the treebank's word
+    segmentation: the first UD dev sentence is found by its words, not by its text; a raw-text corpus
+    (Wolof's) holds the text's tokens."""
+    import os
+
+    from conllu import parse_incr
+
+    gold = Path(os.environ["SIB_DATA_ROOT"]) / "coptic/ud/cop_scriptorium-ud-dev.conllu"
+    with gold.open(encoding="utf-8") as handle:
+        first = next(parse_incr(handle))
+    words = corpus_overlap.words(first)
+    text = corpus_overlap.tokens(first.metadata["text"])
+    assert len(words) > len(text)  # bound groups hold several words
+    train = [["ⲁⲩⲱ"] + words + ["."], ["ⲁⲩⲱ"]]
+    assert corpus_overlap.found_in_corpus([first], train) == [True]
+    assert corpus_overlap.overlap([text], train) == [False]
+    assert corpus_overlap.found_in_corpus([first], [text]) == [True]
+    assert corpus_overlap.found_in_corpus([first], [words[1:]]) == [False]
+
+
 def test_measure_reads_the_scored_sentences_and_the_corpus_of_an_experiment_file(tmp_path):
     file = REPO / "experiments/smoke/related/wolof_trigram_lm.jsonnet"
     record = corpus_overlap.measure(file, tmp_path / "workspace")
@@ -39,7 +60,11 @@ def test_measure_reads_the_scored_sentences_and_the_corpus_of_an_experiment_file
     texts = [line[len("# text = "):].rstrip("\n") for line in graph["mlm_accuracy"].kwargs["sentences"].resolve().open(encoding="utf-8")
              if line.startswith("# text = ")][: graph["mlm_accuracy"].kwargs["max_sentences"]]
     scored = [corpus_overlap.tokens(text) for text in texts]
-    expected = _brute_force(scored, corpus["train"])
+    from conllu import parse_incr
+    with graph["mlm_accuracy"].kwargs["sentences"].resolve().open(encoding="utf-8") as handle:
+        sentences = list(parse_incr(handle))[: len(texts)]
+    as_words = _brute_force([[t["form"] for t in s if isinstance(t["id"], int)] for s in sentences], corpus["train"])
+    expected = [a or b for a, b in zip(_brute_force(scored, corpus["train"]), as_words)]
     assert (record["scale"], record["language"], record["sentences"]) == ("smoke", "wolof", len(texts))
     assert record["sentences_in_corpus"] == sum(expected)
     assert record["tokens"] == sum(map(len, scored))

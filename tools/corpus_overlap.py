@@ -6,8 +6,10 @@
 The file's ``mlm_accuracy`` step names the UD sentences it scores (``sentences``, ``max_sentences``);
 its ``corpus`` step (read from the workspace's cache, or computed) is the unlabeled corpus whose train
 split the encoders and the n-gram model learn from. A scored sentence counts as in the corpus when
-its text, tokenized as the corpus is (whitespace, then edge punctuation split off), is a run of
-tokens of one train sentence. Why it exists: a model that saw a scored sentence in pretraining can
+its text, tokenized as the corpus is (whitespace, then edge punctuation split off), or its syntactic
+words are a run of tokens of one train sentence: a corpus of raw text (Wolof's) is written as the
+``# text`` line is, one in the treebank's segmentation (Coptic's, whose ``# text`` holds bound groups
+of several words) as the words are. Why it exists: a model that saw a scored sentence in pretraining can
 recall it rather than predict it, and an n-gram model recalls best; the MLM-accuracy table says how
 much of its evaluation text that concerns (the leak-free Coptic corpus answers the same question for
 the UD dev/test documents).
@@ -34,6 +36,18 @@ def tokens(text: str) -> List[str]:
     return corpus_tokens(text.split())
 
 
+def words(sentence) -> List[str]:
+    """A CoNLL-U sentence's syntactic words: no multiword-token ranges, no empty nodes."""
+    return [token["form"] for token in sentence if isinstance(token["id"], int)]
+
+
+def found_in_corpus(sentences, train: Sequence[List[str]]) -> List[bool]:
+    """For each CoNLL-U sentence, whether its text's tokens or its words stand as a run in one train sentence."""
+    as_text = overlap([tokens(sentence.metadata["text"]) for sentence in sentences], train)
+    as_words = overlap([words(sentence) for sentence in sentences], train)
+    return [a or b for a, b in zip(as_text, as_words)]
+
+
 def overlap(scored: Sequence[List[str]], train: Sequence[List[str]]) -> List[bool]:
     """For each scored sentence (tokens), whether it is a run of tokens of one train sentence."""
     # Tokens joined by a separator no token holds, each train sentence fenced by it: a substring match
@@ -54,11 +68,12 @@ def measure(file: Path, workspace_dir: Path) -> Dict:
     scoring = graph["mlm_accuracy"].kwargs
     path, limit = scoring["sentences"].resolve(), scoring.get("max_sentences")
     with open(path, encoding="utf-8") as handle:
-        texts = [sentence.metadata["text"] for sentence in parse_incr(handle)]
-    texts = texts[:limit] if limit else texts
+        sentences = list(parse_incr(handle))
+    sentences = sentences[:limit] if limit else sentences
+    texts = [sentence.metadata["text"] for sentence in sentences]
     corpus = graph["corpus"].result(LocalWorkspace(workspace_dir))
     scored = [tokens(text) for text in texts]
-    found = overlap(scored, corpus["train"])
+    found = found_in_corpus(sentences, corpus["train"])
     return {
         "file": display_path(file), "scale": graph["mlm_accuracy_score"].kwargs["scale"] if "mlm_accuracy_score" in graph
         else scale_label(display_path(file)), "language": graph["corpus"].kwargs["language"],
