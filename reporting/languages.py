@@ -33,6 +33,12 @@ def short_title(column: str) -> str:
     return title or column.replace("_", " ").title()
 
 
+def language_of_file(path: str) -> Optional[str]:
+    """The language of an experiment file, from its name (``<language>_<condition>.jsonnet``), or None."""
+    stem = Path(path).stem
+    return max((name for name in languages() if stem.startswith(name + "_")), key=len, default=None)
+
+
 def variant_of(column: str) -> Tuple[Optional[str], Optional[str]]:
     """(language, corpus variant) of a variant's column ("coptic_leakfree" → ("coptic", "leakfree")),
     or (None, None)."""

@@ -18,7 +18,6 @@ import csv
 import io
 import itertools
 import json
-import re
 import statistics
 import sys
 from collections import defaultdict
@@ -31,8 +30,8 @@ from tango.step_info import StepInfo
 from reporting.cache import unfinished_entries
 from reporting.cells import collect_cells, merge_record, record_cells
 from reporting.graphs import REPO, FileGraph, cached_result, experiment_files, load_graphs, scales_of_steps
-from reporting.languages import languages, short_title
-from reporting.records import read_jsonl
+from reporting.languages import language_of_file, languages, short_title
+from reporting.records import command_files, read_jsonl
 from reporting import significance, tables
 from reporting.tables import markdown_summary, related_summary
 
@@ -314,9 +313,8 @@ GPU_SIDE_BY_SIDE_JSONL = Path("docs/benchmarks/gpu_side_by_side.jsonl")
 
 def _job_language(run: dict, command: str) -> str:
     """A job's run's language, from its experiment file (or the job's files where all share one language)."""
-    files = [run["experiment"]] if "experiment" in run else re.findall(r"(\S+?\.jsonnet)", command)
-    languages = {Path(file.split(":")[0]).stem.split("_")[0].capitalize() for file in files}
-    return languages.pop() if len(languages) == 1 else "—"
+    found = {language_of_file(file) for file in ([run["experiment"]] if "experiment" in run else command_files(command))}
+    return short_title(found.pop()) if len(found) == 1 and None not in found else "—"
 
 
 def gpu_side_by_side_records(path: Path = GPU_SIDE_BY_SIDE_JSONL) -> str:
@@ -815,10 +813,10 @@ def verdict(deltas) -> str:
 
 def _m_alone_text(cells, scale: str, compared) -> str:
     """The languages whose µB-M has cells at ``scale`` with no syntactic-bias condition beside it yet."""
-    alone = {}
+    labels, alone = dict(QUESTION_TABLES), {}
     for cell in cells:
-        if cell.scale == scale and cell.row == "M" and cell.result and cell.column not in compared and cell.table in dict(QUESTION_TABLES):
-            alone.setdefault(cell.column, []).append(f"{dict(QUESTION_TABLES)[cell.table]} {cell.mean:.2f}, {_seeds_text(cell.result['seeds'])}")
+        if cell.scale == scale and cell.row == "M" and cell.result and cell.column not in compared and cell.table in labels:
+            alone.setdefault(cell.column, []).append(f"{labels[cell.table]} {cell.mean:.2f}, {_seeds_text(cell.result['seeds'])}")
     return "".join(f"\n{short_title(language)}: µB-M only so far ({'; '.join(figures)}), no syntactic-bias condition beside it at this scale.\n"
                    for language, figures in sorted(alone.items()))
 

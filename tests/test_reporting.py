@@ -233,6 +233,8 @@ def test_pretrainings_side_by_side_come_from_the_jobs_own_logs(tmp_path):
     path.write_text(json.dumps(made) + "\n")
     assert [line.split(" | ")[0] for line in report.gpu_side_by_side_records(path).splitlines() if line.startswith("| Wolof")] == ["| Wolof"] * 2
     assert report.gpu_side_by_side_records(tmp_path / "absent.jsonl") == ""
+    # A language whose name holds "_" is read whole, and shown by its title.
+    assert report._job_language({"experiment": "experiments/paper/ancient_greek_mx.jsonnet"}, "") == "An. Gk."
 
 
 def test_the_encoder_pretrained_again_is_compared_seed_by_seed_with_the_first(tmp_path, monkeypatch):

@@ -43,17 +43,25 @@ def words(sentence) -> List[str]:
 
 def found_in_corpus(sentences, train: Sequence[List[str]]) -> List[bool]:
     """For each CoNLL-U sentence, whether its text's tokens or its words stand as a run in one train sentence."""
-    as_text = overlap([tokens(sentence.metadata["text"]) for sentence in sentences], train)
-    as_words = overlap([words(sentence) for sentence in sentences], train)
-    return [a or b for a, b in zip(as_text, as_words)]
+    haystack = _haystack(train)
+    return [_fenced(tokens(sentence.metadata["text"])) in haystack or _fenced(words(sentence)) in haystack
+            for sentence in sentences]
 
 
 def overlap(scored: Sequence[List[str]], train: Sequence[List[str]]) -> List[bool]:
     """For each scored sentence (tokens), whether it is a run of tokens of one train sentence."""
-    # Tokens joined by a separator no token holds, each train sentence fenced by it: a substring match
-    # is then a whole-token run inside one sentence.
-    haystack = "\n".join("\x1f" + "\x1f".join(sentence) + "\x1f" for sentence in train)
-    return ["\x1f" + "\x1f".join(sentence) + "\x1f" in haystack for sentence in scored]
+    haystack = _haystack(train)
+    return [_fenced(sentence) in haystack for sentence in scored]
+
+
+# Tokens joined by a separator no token holds, each train sentence fenced by it: a substring match
+# is then a whole-token run inside one sentence.
+def _fenced(sentence: Sequence[str]) -> str:
+    return "\x1f" + "\x1f".join(sentence) + "\x1f"
+
+
+def _haystack(train: Sequence[List[str]]) -> str:
+    return "\n".join(_fenced(sentence) for sentence in train)
 
 
 def measure(file: Path, workspace_dir: Path) -> Dict:

@@ -25,14 +25,13 @@ from typing import Dict, List, Optional, Sequence
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from reporting.records import append_jsonl  # noqa: E402
+from reporting.records import append_jsonl, command_files  # noqa: E402
 
 CONDITION = re.compile(r"pretraining (\S+): \d+ parameters")
 RESUMED = re.compile(r"resuming from step (\d+)")
 WINDOW = re.compile(r"step (\d+)/\d+: ([\d.]+) steps/s")
 DEV = re.compile(r"step (\d+): (\{\"dev_mlm_loss\".*?\})")
 STOPPED = re.compile(r"stopped after step (\d+)")
-TARGET = re.compile(r"(\S+\.jsonnet)")
 STAMP = re.compile(r"\[(\d\d/\d\d/\d\d \d\d:\d\d:\d\d)\]")
 
 
@@ -71,7 +70,7 @@ def record(logs: Path, smi: Path, command: str, alone: Dict[str, float], alone_s
            device: Optional[str] = None, every: int = 15) -> dict:
     """The job's record: its runs, the GPU's utilisation and, where each run's pace alone is given, the
     work of all runs together in units of one run at a time (median windows)."""
-    targets = TARGET.findall(command)  # jobs.py writes target n's log as n.log
+    targets = command_files(command)
     runs = []
     for log in sorted(Path(logs).glob("*.log"), key=lambda p: int(p.stem) if p.stem.isdigit() else p.stem):
         if (run := pretraining_run(log)) is not None:
