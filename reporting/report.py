@@ -654,14 +654,15 @@ def tg_budget_section(workspace_dir: Path, graphs: Sequence[FileGraph], recorded
 CORPUS_PARSERS = "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)"
 
 
-def corpus_parser_las(workspace: Workspace, recorded: Optional[str] = None) -> Dict[str, float]:
-    """{language: test LAS} of the in-DAG Stanza corpus parsers: this cache's, and the committed
-    report's (``recorded``) for a language this cache has none for."""
-    las = {}
+def corpus_parser_las(workspace: Workspace, recorded: Optional[str] = None) -> Dict[str, Dict[str, float]]:
+    """{language: {"cache": test LAS, "record": test LAS}} of the in-DAG Stanza corpus parsers:
+    this cache's and the committed report's (``recorded``), each where it has one. A parser trained
+    again need not reproduce the record's (Stanza's training is not bit-identical across machines)."""
+    las: Dict[str, Dict[str, float]] = {}
     for info in completed_steps(workspace, "TrainCorpusParser"):
         parser = json.loads((Path(workspace.step_cache[info]) / "parser.json").read_text())
         if parser["backend"] == "stanza":
-            las[language_of(workspace, info)] = parser["metrics"]["test_las"]
+            las.setdefault(language_of(workspace, info), {})["cache"] = parser["metrics"]["test_las"]
     section = report_sections(recorded).get(CORPUS_PARSERS, "") if recorded else ""
     lines = section.splitlines()
     table = _first_table(lines)
@@ -669,30 +670,33 @@ def corpus_parser_las(workspace: Workspace, recorded: Optional[str] = None) -> D
         header = _cells(lines[table[0]])
         for line in lines[table[0] + 2:table[1]]:
             row = dict(zip(header, _cells(line)))
-            if row.get("backend") == "stanza" and row.get("test LAS") not in (None, "", "—"):
-                las.setdefault(_unkept(row["language"]), float(row["test LAS"]))
+            if row.get("backend") == "stanza" and row.get("test LAS") not in (None, "", "—") and EARLIER not in row["language"]:
+                las.setdefault(_unkept(row["language"]), {}).setdefault("record", float(row["test LAS"]))
     return las
 
 
-def parser_against_encoder_section(cells, parser_las: Dict[str, float]) -> str:
+def parser_against_encoder_section(cells, parser_las: Dict[str, Dict[str, float]]) -> str:
     """Per language, the corpus parser that made the pretraining parse against the µBERT parsers
     fine-tuned at cpu scale, on the same test split and metric (a fine-tuned µB-M below a
-    15-minute BiLSTM parser of the same data points at the encoder or its fine-tuning regime)."""
+    15-minute BiLSTM parser of the same data points at the encoder or its fine-tuning regime).
+    Where µB-M's cell is the committed record's, so is the parser's figure (the parser of its run)."""
     from steps.evaluate.scoring import format_mean_sd
 
     paper = tables.paper_values(json.loads(tables.PAPER_TABLES.read_text()), "table2")[2]
     found = {(c.row, c.column): c for c in cells if c.table == "table2" and c.scale == "cpu" and c.result}
     rows = []
-    for language, las in parser_las.items():
+    for language, figures in parser_las.items():
         m, random_init = found.get(("M", language)), found.get(("random-init", language))
         if m is None:
             continue
+        from_record = "record" in figures and (m.recorded or "cache" not in figures)
+        las = figures["record" if from_record else "cache"]
         text = lambda c: "—" if c is None else format_mean_sd(c.result["test"]["mean"], c.result["test"]["sd"], c.result["n"]) + (" †" if c.recorded else "")  # noqa: E731
-        rows.append((language, f"{las:.2f}", text(m), f"{m.result['test']['mean'] - las:+.2f}", text(random_init),
-                     paper.get("M", {}).get(language) or "—"))
+        rows.append((language, f"{las:.2f}" + (" †" if from_record else ""), text(m), f"{m.result['test']['mean'] - las:+.2f}",
+                     text(random_init), paper.get("M", {}).get(language) or "—"))
     if not rows:
         return NOTHING
-    marks, provenance_line = tables.provenance([row[i] for row in rows for i in (2, 4)])
+    marks, provenance_line = tables.provenance([row[i] for row in rows for i in (1, 2, 4)])
     if not marks:
         rows = [tuple(tables.unmarked(cell) if isinstance(cell, str) else cell for cell in row) for row in rows]
     note = ("Test LAS, PUNCT/SYM excluded, subtypes kept, on the UD test split. The corpus parser (Stanza, cpu scale, "
@@ -1132,8 +1136,17 @@ RECORD_ROW_KEYS = {
     "Corpus parse throughput": ("language", "parser", "train sentences parsed"),
     "Pretraining": ("language", "condition", "steps", "batch", "train rows"),
 }
+# Columns that are a row's results, not its timings: where this cache's row and the committed row of
+# the same name disagree in one of them, the committed row stays beside it, marked ‡.
+RECORD_RESULT_COLUMNS = {
+    "Corpus parsers trained in the DAG (Wolof bar: beat UDPipe 1)": ("test UPOS", "dev LAS", "test UAS", "test LAS"),
+    "Pretraining": ("final dev MLM loss",),
+}
 KEPT = "†"
 KEPT_NOTE = f"{KEPT} not in the cache that wrote this report: the committed record's row, kept."
+EARLIER = "‡"
+EARLIER_NOTE = (f"{EARLIER} the committed record's run of the same step, whose figures this cache's run (the row "
+                "above it) does not reproduce: both kept.")
 RECORD_ONLY_NOTE = "Provenance: every row is the committed record's, kept; the cache that wrote this report has none of them."
 
 
@@ -1159,14 +1172,16 @@ def _first_table(lines: List[str]) -> Optional[Tuple[int, int]]:
 
 
 def _unkept(cell: str) -> str:
-    return cell.replace(KEPT, "").strip()
+    return cell.replace(KEPT, "").replace(EARLIER, "").strip()
 
 
-def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str]) -> str:
+def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str], result_columns: Sequence[str] = ()) -> str:
     """``body`` (a section as this cache writes it) plus every row of ``recorded`` (the committed
     section) whose ``key_columns`` cells name no row of body's table, marked †; columns are
-    matched by header, a column the record lacks reads —. The pretraining section's per-run bullet
-    lines are kept the same way, by their label."""
+    matched by header, a column the record lacks reads —. A committed row that names a row of body
+    but differs from it in one of ``result_columns`` is kept under that row, marked ‡: two runs of
+    one step that disagree are both shown. The pretraining section's per-run bullet lines are kept
+    the same way as † rows, by their label."""
     old_lines = recorded.splitlines()
     old_table = _first_table(old_lines)
     if old_table is None:
@@ -1183,25 +1198,42 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str]) -> 
         table = (at, at + 2)
     header = _cells(lines[table[0]])
     name_of = lambda row: tuple(_unkept(row.get(column, "")) for column in key_columns)  # noqa: E731
-    names = {name_of(dict(zip(header, _cells(line)))) for line in lines[table[0] + 2:table[1]]}
-    kept = []
+    rows = {}  # name -> this cache's row, for the committed rows that repeat it
+    for line in lines[table[0] + 2:table[1]]:
+        row = dict(zip(header, _cells(line)))
+        if EARLIER not in row[header[0]]:
+            rows[name_of(row)] = row
+    kept, earlier = [], {}  # † rows; {name: ‡ rows}
     for row in old_rows:
-        if name_of(row) in names:
-            continue
+        name = name_of(row)
         cells = [row.get(column, "—") for column in header]
-        cells[0] = cells[0] if KEPT in cells[0] else f"{cells[0]} {KEPT}"
-        kept.append("| " + " | ".join(cells) + " |")
+        if EARLIER in row[old_header[0]] or (name in rows and any(
+                column in row and _unkept(row[column]) != _unkept(rows[name].get(column, "")) for column in result_columns)):
+            cells[0] = f"{_unkept(cells[0])} {EARLIER}"
+            earlier.setdefault(name, {})["| " + " | ".join(cells) + " |"] = None
+        elif name not in rows:
+            cells[0] = cells[0] if KEPT in cells[0] else f"{cells[0]} {KEPT}"
+            kept.append("| " + " | ".join(cells) + " |")
+    ours = [line for line in lines[table[0] + 2:table[1]] if EARLIER not in _cells(line)[0]]  # ‡ rows come from the record
+    notes = [EARLIER_NOTE] if earlier else []
+    below = lambda line: [line, *earlier.pop(name_of(dict(zip(header, _cells(line)))), {})]  # noqa: E731  its ‡ rows under it
+    ours = [row for line in ours for row in below(line)]
+    kept = [row for line in kept for row in below(line)] + [row for rest in earlier.values() for row in rest]
+    lines[table[0] + 2:table[1]] = ours
+    table = (table[0], table[0] + 2 + len(ours))
     bullets = {line.split(":", 1)[0].replace(f" {KEPT}", "") for line in lines if line.startswith("- ")}
     old_bullets = [line for line in old_lines[old_table[1]:] if line.startswith("- ")]
     kept_bullets = [line if KEPT in line.split(":", 1)[0] else line.replace(":", f" {KEPT}:", 1)
                     for line in old_bullets if line.split(":", 1)[0].replace(f" {KEPT}", "") not in bullets]
-    if not kept and not kept_bullets:
+    if kept or kept_bullets:
+        if table[1] == table[0] + 2 and not bullets:  # every row is the record's: say so once, mark none
+            kept = [line.replace(f" {KEPT}", "", 1) for line in kept]
+            kept_bullets = [line.replace(f" {KEPT}", "", 1) for line in kept_bullets]
+            notes.append(RECORD_ONLY_NOTE)
+        else:
+            notes.append(KEPT_NOTE)
+    if not notes:
         return body
-    note = KEPT_NOTE
-    if table[1] == table[0] + 2 and not bullets:  # every row is the record's: say so once, mark none
-        kept = [line.replace(f" {KEPT}", "", 1) for line in kept]
-        kept_bullets = [line.replace(f" {KEPT}", "", 1) for line in kept_bullets]
-        note = RECORD_ONLY_NOTE
     lines[table[1]:table[1]] = kept
     if kept_bullets:
         if not bullets:
@@ -1209,7 +1241,9 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str]) -> 
             lines += ["", intro, ""] if intro else [""]
         lines += kept_bullets
     text = "\n".join(lines).rstrip("\n")
-    return text + "\n" if note in text else text + f"\n\n{note}\n"
+    for note in notes:
+        text = text if note in text else text + f"\n\n{note}"
+    return text + "\n"
 
 
 # Sections of figures: a committed figure this cache does not redraw is kept, if its file still is.
@@ -1242,7 +1276,8 @@ def keep_record(report: str, recorded: str, report_dir: Optional[Path] = None) -
     for part in parts:
         title, _, body = part.partition("\n")
         if title.strip() in RECORD_ROW_KEYS and title.strip() in old:
-            body = keep_recorded_rows(body.lstrip("\n"), old[title.strip()], RECORD_ROW_KEYS[title.strip()])
+            body = keep_recorded_rows(body.lstrip("\n"), old[title.strip()], RECORD_ROW_KEYS[title.strip()],
+                                      RECORD_RESULT_COLUMNS.get(title.strip(), ()))
             body = "\n" + body
         elif title.strip() in RECORD_FIGURES and title.strip() in old:
             body = "\n" + keep_recorded_figures(body.lstrip("\n"), old[title.strip()], report_dir)

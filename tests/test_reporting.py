@@ -437,15 +437,56 @@ def test_corpus_parser_against_fine_tuned_encoder(tmp_path):
                            "| wolof † | stanza | 70.81 | 71.99 |", "| wolof † | udpipe | 69.38 | 70.15 |",
                            "| maltese | stanza | 76.03 | 74.31 |", "", "## Pretraining", "", "x", ""])
     las = report.corpus_parser_las(LocalWorkspace(tmp_path / "ws"), recorded)
-    assert las == {"wolof": 71.99, "maltese": 74.31}
+    assert las == {"wolof": {"record": 71.99}, "maltese": {"record": 74.31}}
     result = lambda values: {"seeds": list(range(len(values))), "n": len(values),  # noqa: E731
                              "test": {"mean": statistics.fmean(values), "sd": statistics.stdev(values), "values": values}}
     cells = [Cell("table2", "cpu", "M", "wolof", result([68.0, 69.0]), recorded=True),
              Cell("table2", "cpu", "random-init", "wolof", result([67.0, 67.0])),
              Cell("table2", "paper", "M", "maltese", result([80.0, 80.0]))]  # another scale: no Maltese row
     rows = [line for line in report.parser_against_encoder_section(cells, las).splitlines() if line.startswith("| ")]
-    assert rows[1:] == ["| wolof | 71.99 | 68.50 ± 0.71 † | -3.49 | 67.00 ± 0.00 | 77.71 |"]
+    assert rows[1:] == ["| wolof | 71.99 † | 68.50 ± 0.71 † | -3.49 | 67.00 ± 0.00 | 77.71 |"]
     assert report.parser_against_encoder_section(cells[2:], las) == report.NOTHING
+    # A parser trained again in this cache: the recorded µB-M cell keeps the recorded parser (its
+    # run's); a cached µB-M cell takes the cache's parser.
+    las["wolof"]["cache"] = 71.49
+    rows = [line for line in report.parser_against_encoder_section(cells, las).splitlines() if line.startswith("| ")]
+    assert rows[1] == "| wolof | 71.99 † | 68.50 ± 0.71 † | -3.49 | 67.00 ± 0.00 | 77.71 |"
+    cells[0].recorded = False
+    rows = [line for line in report.parser_against_encoder_section(cells, las).splitlines() if line.startswith("| ")]
+    assert rows[1] == "| wolof | 71.49 | 68.50 ± 0.71 | -2.99 | 67.00 ± 0.00 | 77.71 |"
+
+
+def test_a_step_run_again_that_does_not_reproduce_its_record_shows_both_rows(tmp_path):
+    """Where this cache's row and the committed row of the same name differ in a result column,
+    the committed row stays under it, marked ‡, with its note; rows that differ only in timings,
+    or not at all, are this cache's alone; a second rewrite changes nothing."""
+    title = report.CORPUS_PARSERS
+    assert report.RECORD_RESULT_COLUMNS[title] == ("test UPOS", "dev LAS", "test UAS", "test LAS")
+    header = ["| language | backend | parser min | test UPOS | dev LAS | test UAS | test LAS |", "|---|---|---|---|---|---|---|"]
+    recorded = "\n".join(["# Results", "", f"## {title}", "", *header,
+                           "| wolof | stanza | 8.41 | 93.26 | 70.40 | 80.47 | 72.08 |",
+                           "| coptic | stanza | 5.45 | 96.40 | 83.83 | 88.36 | 84.66 |", "", "## Pretraining", "", "x", ""])
+    fresh = "\n".join(["# Results", "", f"## {title}", "", *header,
+                        "| wolof | stanza | 4.12 | 93.22 | 70.39 | 80.12 | 71.68 |",
+                        "| coptic | stanza | 4.00 | 96.40 | 83.83 | 88.36 | 84.66 |", "", "## Pretraining", "", "x", ""])
+    merged = report.keep_record(fresh, recorded)
+    rows = [line for line in report.report_sections(merged)[title].splitlines() if line.startswith("| ")]
+    assert rows[1:] == ["| wolof | stanza | 4.12 | 93.22 | 70.39 | 80.12 | 71.68 |",
+                        "| wolof ‡ | stanza | 8.41 | 93.26 | 70.40 | 80.47 | 72.08 |",
+                        "| coptic | stanza | 4.00 | 96.40 | 83.83 | 88.36 | 84.66 |"]
+    assert report.EARLIER_NOTE in merged and report.KEPT_NOTE not in merged
+    assert report.keep_record(merged, merged) == merged
+    assert report.keep_record(fresh, merged) == merged  # the record's ‡ row, once
+    assert report.keep_record(fresh, fresh) == fresh
+    # A cache without the step keeps both committed rows, each with its mark, and both notes.
+    elsewhere = fresh.replace("| wolof | stanza | 4.12 | 93.22 | 70.39 | 80.12 | 71.68 |\n", "")
+    rows = [line for line in report.report_sections(report.keep_record(elsewhere, merged))[title].splitlines() if line.startswith("| ")]
+    assert rows[1:] == ["| coptic | stanza | 4.00 | 96.40 | 83.83 | 88.36 | 84.66 |",
+                        "| wolof † | stanza | 4.12 | 93.22 | 70.39 | 80.12 | 71.68 |",
+                        "| wolof ‡ | stanza | 8.41 | 93.26 | 70.40 | 80.47 | 72.08 |"]
+    assert report.EARLIER_NOTE in report.keep_record(elsewhere, merged) and report.KEPT_NOTE in report.keep_record(elsewhere, merged)
+    # Once committed, the ‡ row is not the record's parser figure for the against-µB-M table.
+    assert report.corpus_parser_las(LocalWorkspace(tmp_path / "ws"), merged)["wolof"] == {"record": 71.68}
 
 
 def test_a_corpus_variant_is_named_beside_its_language():
