@@ -658,7 +658,7 @@ def corpus_parser_las(workspace: Workspace, recorded: Optional[str] = None) -> D
     """{language: {"cache": test LAS, "record": test LAS}} of the in-DAG Stanza corpus parsers:
     this cache's and the committed report's (``recorded``; of two committed runs, the earlier, ‡,
     one: the run behind the committed cells), each where it has one. A parser trained again need
-    not reproduce the record's (Stanza's training is not bit-identical across machines)."""
+    not reproduce the record's (Stanza's training need not reproduce exactly on another machine)."""
     las: Dict[str, Dict[str, float]] = {}
     for info in completed_steps(workspace, "TrainCorpusParser"):
         parser = json.loads((Path(workspace.step_cache[info]) / "parser.json").read_text())
