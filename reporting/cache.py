@@ -114,11 +114,11 @@ def graph_labels(graphs: Sequence[FileGraph]) -> Dict[str, Dict[str, Any]]:
     """{unique id: language, condition, scale, experiments} from the experiment files holding the
     step; a file's cells say its row (condition), column (language) and scale."""
     labels: Dict[str, Dict[str, Any]] = {}
-    # A step several files share takes the labels of a table cell's file before a grid's (the gap
-    # decomposition and long-pretraining files relabel rows as encoders and scales as regimes) or a
-    # check's (experiments/paper/paper_regime fine-tunes the paper-scale encoders under another regime).
-    grids = ("experiments/decomposition/", "experiments/long_pretraining/", "experiments/paper/paper_regime/")
-    for graph in sorted(graphs, key=lambda graph: graph.path.startswith(grids)):
+    # A step several files share takes the labels of a table cell's file, then a check's
+    # (experiments/paper/paper_regime: the paper-scale encoders under another regime), then a grid's
+    # (the gap decomposition and long-pretraining files relabel rows as encoders and scales as regimes).
+    checks, grids = ("experiments/paper/paper_regime/",), ("experiments/decomposition/", "experiments/long_pretraining/")
+    for graph in sorted(graphs, key=lambda graph: (graph.path.startswith(grids), graph.path.startswith(checks))):
         cell = graph.cells[0] if graph.cells else {}
         # A file whose tasks run at different scales (experiments/paper: UD and NER each under its own
         # regime) says each fine-tune's scale through the cell that scores it.

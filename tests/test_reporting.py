@@ -121,6 +121,23 @@ def test_a_fine_tune_takes_the_scale_of_the_cell_that_scores_it(tmp_path):
     assert graph_labels([cpu])[cpu.steps["pretrained_model"][1]]["scale"] == cpu.cells[0]["scale"] == "cpu"
 
 
+def test_a_shared_step_takes_a_table_files_labels_then_a_checks_then_a_grids(tmp_path):
+    """The paper-regime check fine-tunes µB-M with the decomposition grid's own steps: such a step
+    is labelled by the check (row M, scale gpu-paper), not by the grid (row "paper", scale "paper"),
+    and the encoder all three share by the table file, whatever order the files come in."""
+    from reporting.cache import graph_labels
+
+    names = ["experiments/decomposition/wolof_paper_paper.jsonnet", "experiments/paper/paper_regime/wolof_m.jsonnet",
+             "experiments/paper/wolof_m.jsonnet"]
+    grid, check, table = load_graphs([REPO / name for name in names], tmp_path)
+    assert grid.steps["ud_parser_s44"] == check.steps["ud_parser_s44"]
+    for order in ([grid, check, table], [table, grid, check]):
+        labels = graph_labels(order)
+        fine_tune = labels[check.steps["ud_parser_s44"][1]]
+        assert (fine_tune["condition"], fine_tune["scale"]) == ("M", "gpu-paper")
+        assert labels[table.steps["pretrained_model"][1]]["scale"] == "paper"
+
+
 def test_the_loader_epoch_section_prints_each_records_tail_and_stall_rate(tmp_path):
     record = {"condition": "MXPT-SLA", "batches": 149, "mean_ms": 51.0, "median_ms": 25.0, "p99_ms": 648.0, "slowest_ms": 1680.0,
               "slowest_padded_length": 475, "loader_workers": 10, "queued_batches": 320, "stalls_above_steps_per_second": 190.5,
