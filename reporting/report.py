@@ -949,9 +949,10 @@ def tg_headline(cells, paper) -> List[str]:
 
 
 def related_conflicts(cells) -> str:
-    """A word wherever the related table's µB-M (or random-init) and Table 2/3's are different runs of
-    the same cell: each table pairs its conditions with its own baseline, so both stay, named."""
-    lines = []
+    """A word wherever the related table's µB-M (or random-init) and Table 2/3's figures differ: the
+    same runs over fewer seeds (the related conditions' seeds), or separate runs of the same cell,
+    each table pairing its conditions with its own baseline; both stay, named."""
+    subsets, separate = [], []
     for related, paper_table, label in (("related:ud", "table2", "UD LAS"), ("related:ner", "table3", "NER F1")):
         for row in ("M", "random-init"):
             for cell in cells:
@@ -961,15 +962,27 @@ def related_conflicts(cells) -> str:
                               and c.result), None)
                 if other is None or abs(other.mean - cell.mean) < 0.005:
                     continue
-                lines.append(f"{_title(row)} {short_title(cell.column)} {label}: {cell.mean:.2f} in the related table (seeds "
-                             f"{_seeds_text(cell.result['seeds'])}), {other.mean:.2f} in {paper_table.replace('table', 'Table ')} "
-                             f"(seeds {_seeds_text(other.result['seeds'])})")
-    if not lines:
-        return ""
-    return ("\nTwo records of one cell, both kept: " + "; ".join(lines) + ". The related conditions were pretrained and "
-            "fine-tuned in their own cache (benchmarks/related_campaign.py), with their own µB-M and random-init, so each "
-            "table's Δs pair its conditions with its own baseline; the two baselines are separate pretrainings and "
-            "fine-tunings of the same configuration (runs.csv names the runs).\n")
+                line = (f"{cell.scale} {_title(row)} {short_title(cell.column)} {label}: {cell.mean:.2f} in the related table "
+                        f"(seeds {_seeds_text(cell.result['seeds'])}), {other.mean:.2f} in {paper_table.replace('table', 'Table ')} "
+                        f"(seeds {_seeds_text(other.result['seeds'])})")
+                (subsets if _same_runs(cell.result, other.result) else separate).append(line)
+    text = ""
+    if subsets:
+        text += ("\nOne baseline, two seed sets: " + "; ".join(subsets) + ". The same runs: the related table's µB-M and "
+                 "random-init use the seeds its conditions were fine-tuned with, so its Δs pair seed by seed.\n")
+    if separate:
+        text += ("\nTwo records of one cell, both kept: " + "; ".join(separate) + ". The related conditions were pretrained and "
+                 "fine-tuned in their own cache (benchmarks/related_campaign.py), with their own µB-M and random-init, so each "
+                 "table's Δs pair its conditions with its own baseline; the two baselines are separate pretrainings and "
+                 "fine-tunings of the same configuration (runs.csv names the runs).\n")
+    return text
+
+
+def _same_runs(fewer: dict, more: dict) -> bool:
+    """Whether the seeds of one aggregate are runs of the other: each of its seeds there, with the same score."""
+    values = dict(zip(more["seeds"], more["test"].get("values") or []))
+    mine = zip(fewer["seeds"], fewer["test"].get("values") or [])
+    return bool(fewer["test"].get("values")) and all(seed in values and abs(values[seed] - value) < 1e-3 for seed, value in mine)
 
 
 FIRST_PRETRAINING = Path("docs/predictions/first-pretraining")

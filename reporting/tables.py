@@ -30,7 +30,7 @@ import logging
 import os
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -472,17 +472,22 @@ def with_cpu_notes(text: str, cells: Sequence[Cell]) -> str:
 
 def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence[str]] = None,
                  record: Optional[Sequence[Cell]] = None) -> Dict[str, List[Path]]:
-    """Write every table for every scale that has cells; returns {scale: written files}.
-    ``record``: committed cells to show beside ours (not when writing the record itself)."""
+    """Write every table with a figure (this cache's or ``record``'s) for every scale that has cells;
+    returns {scale: written files}. A table without one is not written (its files from an older
+    state are removed). ``record``: committed cells to show beside ours (not when writing the record
+    itself)."""
     paper = json.loads(PAPER_TABLES.read_text())
     written: Dict[str, List[Path]] = {}
     for scale in sorted({c.scale for c in cells} if scales is None else scales):
         directory = out_dir / scale
-        directory.mkdir(parents=True, exist_ok=True)
         files = written.setdefault(scale, [])
         for table, title in TABLE_TITLES.items():
-            columns, table_rows = build_table(table, scale, cells, paper, record)
             stem = table.replace(":", "_")
+            if not _scored(list(cells) + list(record or []), scale, [table]):
+                _drop_stale(directory / f"{stem}{suffix}" for suffix in (".md", ".tex", ".csv", "_delta.png"))
+                continue
+            directory.mkdir(parents=True, exist_ok=True)
+            columns, table_rows = build_table(table, scale, cells, paper, record)
             full_title = f"{title} — {scale} scale"
             markdown = table_markdown(table, full_title, columns, table_rows)
             if scale == "cpu":
@@ -639,6 +644,8 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
         lines += ["", "— not in this cache (not run yet, or run with another config)."]
     if provenance_line:
         lines += ["", provenance_line]
+    if any(table in RELATED_TASKS for table, _ in columns) and regime_note(scale):
+        lines += ["", regime_note(scale)]
     if note:
         lines += ["", note + (corpus_overlap_note(scale) if columns == MLM_COLUMNS else "")]
     lines += _ranking_lines(by_key, languages, rows, columns[0])
@@ -668,9 +675,51 @@ def related_csv(cells: Sequence[Cell], scale: str, columns) -> str:
     for row in rows:
         for language in languages:
             for table, _ in columns:
-                writer.writerow(csv_line(table, scale, row, language, by_key.get((table, row, language)),
+                writer.writerow(csv_line(table, stored_scale(table, scale), row, language, by_key.get((table, row, language)),
                                          delta=_related_delta(by_key, table, row, language)))
     return out.getvalue()
+
+
+# A paper-scale file's UD and NER cells carry their fine-tuning regime in their scale ("gpu-<regime>"),
+# its MLM cells the pretraining scale's "paper". The related tables show the paper scale as one table:
+# each task under the regime its paper-scale cells are fine-tuned with (scales.libsonnet `chosen`).
+PAPER_VIEW = "paper"
+RELATED_TASKS = {"related:ud": "ud", "related:ner": "ner"}
+
+
+@lru_cache(maxsize=1)
+def chosen_regimes() -> Dict[str, str]:
+    """{task: regime} of the paper scale's cells (configs/scales.libsonnet `paper.chosen`)."""
+    from rjsonnet import evaluate_file
+
+    return json.loads(evaluate_file(str(REPO / "configs" / "scales.libsonnet")))[PAPER_VIEW]["chosen"]
+
+
+def stored_scale(table: str, scale: str) -> str:
+    """The scale a related cell shown at ``scale`` is recorded under: a paper-scale UD / NER cell's
+    regime label, else ``scale`` itself."""
+    if scale == PAPER_VIEW and table in RELATED_TASKS:
+        return "gpu-" + chosen_regimes()[RELATED_TASKS[table]]
+    return scale
+
+
+def related_view(cells: Sequence[Cell]) -> List[Cell]:
+    """The cells as the related tables show them: a related UD / NER cell fine-tuned under the paper
+    scale's chosen regime is shown at scale "paper", beside the MLM cells of the same encoders."""
+    def shown(cell: Cell) -> Cell:
+        if cell.table in RELATED_TASKS and cell.scale == stored_scale(cell.table, PAPER_VIEW):
+            return replace(cell, scale=PAPER_VIEW)
+        return cell
+    return [shown(cell) for cell in cells]
+
+
+def regime_note(scale: str) -> str:
+    """The related table's line naming each task's fine-tuning regime at the paper scale."""
+    if scale != PAPER_VIEW:
+        return ""
+    regimes = chosen_regimes()
+    return (f"UD LAS fine-tuned under the `{regimes['ud']}` regime, NER F1 under `{regimes['ner']}` "
+            "(configs/scales.libsonnet): the regimes of the paper-scale Table 2 and 3 cells.")
 
 
 RELATED_TABLES = (("related", RELATED_COLUMNS, "Related biases: UD LAS, NER F1, MLM accuracy (%)", {}),
@@ -684,31 +733,51 @@ def related_scales(cells: Sequence[Cell], with_results: bool = False) -> List[st
     return sorted({c.scale for c in cells if c.table in tables and (c.result or not with_results)})
 
 
+def _scored(cells: Sequence[Cell], scale: str, tables: Iterable[str]) -> bool:
+    """Whether any cell of these tables at ``scale`` has a result."""
+    tables = set(tables)
+    return any(c.result is not None for c in cells if c.scale == scale and c.table in tables)
+
+
 def related_summary(cells: Sequence[Cell]) -> str:
-    """Each related table of every scale with a result in it, as one Markdown string."""
-    def scored(scale, columns):
-        tables = {table for table, _ in columns}
-        return any(c.result is not None for c in cells if c.scale == scale and c.table in tables)
+    """Each related table of every scale with a result in it, as one Markdown string (the paper
+    scale as one table: `related_view`)."""
+    cells = related_view(cells)
     return "\n".join(related_markdown(cells, scale, columns, title, **extra)
                      for scale in related_scales(cells, with_results=True) for _, columns, title, extra in RELATED_TABLES
-                     if scored(scale, columns))
+                     if _scored(cells, scale, (table for table, _ in columns)))
 
 
 def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence[str]] = None) -> List[Path]:
     """related.md/.csv (UD LAS, NER F1, MLM accuracy) and mlm_accuracy.md/.csv (overall, 5 frequency
-    bins, word completion) for every scale with related cells. Pass the cache's cells merged with
-    the record's (`merge_record`) to keep the record's rows (marked †)."""
+    bins, word completion) for every scale with a related figure (the paper scale as one table:
+    `related_view`); a table without one is not written. Pass the cache's cells merged with the
+    record's (`merge_record`) to keep the record's rows (marked †)."""
+    cells = related_view(cells)
     written, found = [], related_scales(cells)
     for scale in found if scales is None else [s for s in scales if s in found]:
         directory = out_dir / scale
-        directory.mkdir(parents=True, exist_ok=True)
         for stem, columns, title, extra in RELATED_TABLES:
+            targets = (directory / f"{stem}.md", directory / f"{stem}.csv")
+            if not _scored(cells, scale, (table for table, _ in columns)):
+                written += _drop_stale(targets)
+                continue
+            directory.mkdir(parents=True, exist_ok=True)
             markdown = related_markdown(cells, scale, columns, title, **extra)
-            for target, text in ((directory / f"{stem}.md", with_cpu_notes(markdown, cells) if scale == "cpu" else markdown),
-                                 (directory / f"{stem}.csv", related_csv(cells, scale, columns))):
+            for target, text in zip(targets, (with_cpu_notes(markdown, cells) if scale == "cpu" else markdown,
+                                              related_csv(cells, scale, columns))):
                 target.write_text(text, encoding="utf-8")
                 written.append(target)
     return written
+
+
+def _drop_stale(targets: Iterable[Path]) -> List[Path]:
+    """Remove the files of a table that now has no figure (an older cache state's would be wrong);
+    returns nothing, so a caller can add it to what it wrote."""
+    for target in targets:
+        if target.exists():
+            target.unlink()
+    return []
 
 
 DOCS_TABLES = REPO / "docs" / "tables"
@@ -791,7 +860,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for cell in sorted(cached, key=lambda c: (c.scale, c.table, c.row, c.column)):
         print(f"  {cell.scale:6} {cell.table:30} {_row_title(cell.row):14} {cell.column:14} {format_mean_sd(cell.mean, cell.result['test']['sd'], cell.result['n'])}")
     for scale, paths in written.items():
-        folders = sorted({str(path.parent) for path in paths}) or [str(out / scale)]
+        if not paths:
+            print(f"{scale}: no table with a figure yet, nothing written")
+            continue
+        folders = sorted({str(path.parent) for path in paths})
         print(f"{scale}: wrote {len(paths)} files under {', '.join(folders)}")
     return 0
 

@@ -740,3 +740,23 @@ def test_headline_gives_each_regimes_paper_scale_mu_b_m_in_one_sentence():
             "Coptic 88.58 (5 seeds; paper 88.47), Wolof 75.17 (5 seeds; paper 77.71). ") in text
     assert "under the `paper` regime, µB-M reaches test LAS Wolof 76.12 (2 seeds; paper 77.71). " in text
     assert text.count("Pretrained at the paper's scale") == 2
+
+
+def test_related_baselines_that_differ_from_table_2_are_named_as_fewer_seeds_or_separate_runs():
+    """The related table's µB-M over seeds 42-44 that are Table 2's own runs is one baseline over fewer
+    seeds; one whose seed-42 score differs is a separate run of the same cell. Each is said so."""
+    def cell(table, scale, seeds, values):
+        return Cell(table, scale, "M", "wolof", {"seeds": seeds, "n": len(seeds),
+                                                 "test": {"mean": statistics.fmean(values), "sd": 0.1, "values": values}})
+
+    cells = [cell("related:ud", "gpu-paper_tenth", [42, 43, 44], [75.0, 74.9, 75.1]),
+             cell("table2", "gpu-paper_tenth", [42, 43, 44, 45, 46], [75.0, 74.9, 75.1, 75.6, 75.3]),
+             cell("related:ud", "cpu", [42, 43, 44], [68.9, 68.5, 68.6]),
+             cell("table2", "cpu", [42, 43, 44, 45, 46], [68.0, 68.5, 68.6, 68.9, 68.6])]
+    text = report.related_conflicts(cells)
+    subsets, separate = text.split("Two records of one cell")
+    assert "One baseline, two seed sets: gpu-paper_tenth µB-M Wolof UD LAS: 75.00 in the related table (seeds 42–44), " \
+           "75.18 in Table 2 (seeds 42–46). The same runs" in subsets and "cpu" not in subsets
+    assert "cpu µB-M Wolof UD LAS: 68.67 in the related table (seeds 42–44), 68.52 in Table 2" in separate
+    assert "gpu-paper_tenth" not in separate
+    assert report.related_conflicts(cells[:2] + [cell("related:ud", "cpu", [42], [68.52])]).count("Two records") == 0

@@ -82,7 +82,10 @@ def test_tables_from_partly_filled_cache(tmp_path):
     assert (random_wolof["delta"], random_wolof["delta_from"], random_wolof["delta_ci95"], random_wolof["delta_seeds"]) == ("-9.5000", "M", "6.3531", "2")
     assert "\\begin{tabular}" in (out / "cpu" / "table2.tex").read_text()
     assert (out / "cpu" / "table2_delta.png") in written["cpu"]  # random-init − M is plottable
-    assert (out / "cpu" / "table3.md").exists()  # empty tables are still written, all "—"
+    assert not (out / "cpu" / "table3.md").exists()  # no figure in it: not written
+    (out / "cpu" / "table2.md").write_text("an older state's table")  # a table that lost its figures goes
+    tables.write_tables([c for c in cells if c.table != "table2"], out, scales=["cpu"])
+    assert not (out / "cpu" / "table2.md").exists() and not (out / "cpu" / "table2_delta.png").exists()
 
 
 def test_corpus_variant_against_its_language(tmp_path):
@@ -260,7 +263,8 @@ def test_the_paper_tables_encoders_join_the_mlm_table_once_scored_and_never_the_
                     {"seeds": [42], "n": 1, "test": {"mean": value, "sd": 0.0, "values": [value]}})
 
     # The related files' UD and NER cells carry their fine-tuning regime's scale, their MLM cells "paper".
-    cells = [cell("related:ud", "M", 74.0, "gpu-paper_tenth"), cell("mlm:accuracy", "M", None), cell("related:ud", "C5", 73.0),
+    cells = [cell("related:ud", "M", 74.0, "gpu-paper_tenth"), cell("mlm:accuracy", "M", None),
+             cell("related:ud", "C5", 73.0, "gpu-paper_tenth"),
              cell("mlm:accuracy", "C5", None), cell("mlm:accuracy", "trigram-LM", 67.9),
              cell("mlm:accuracy", "MX", None), cell("mlm:accuracy", "MXPT-SLA", 40.0),
              cell("table2", "MX", None, "gpu-paper_tenth"), cell("table2", "MXPT-SLA", 76.0, "gpu-paper_tenth"),
@@ -269,13 +273,36 @@ def test_the_paper_tables_encoders_join_the_mlm_table_once_scored_and_never_the_
         return [line.split(" | ")[0].lstrip("| ") for line in text.splitlines()
                 if line.startswith(("| µB", "| trigram")) and line.count("|") > 4]  # the table's rows, not its Δ lines
 
-    assert rows(tables.related_markdown(cells, "paper")) == ["µB-M", "µB-C5", "trigram-LM"]
-    assert rows(tables.related_markdown(cells, "paper", tables.MLM_COLUMNS)) == ["µB-M", "µB-C5", "µB-MXPT-SLA", "trigram-LM"]
-    assert rows(tables.related_markdown(cells, "gpu-paper_tenth")) == ["µB-M"]
-    # The report shows a scale's MLM table only where it has a figure: gpu-paper_tenth has UD cells, no MLM ones.
+    shown = tables.related_view(cells)
+    assert rows(tables.related_markdown(shown, "paper")) == ["µB-M", "µB-C5", "trigram-LM"]
+    assert rows(tables.related_markdown(shown, "paper", tables.MLM_COLUMNS)) == ["µB-M", "µB-C5", "µB-MXPT-SLA", "trigram-LM"]
+    # The report shows the paper scale's related cells as one table, whatever scale label their regime gives them.
     summary = tables.related_summary(cells)
-    assert "Related biases: UD LAS, NER F1, MLM accuracy (%) — gpu-paper_tenth scale" in summary
-    assert "by training-frequency bin — gpu-paper_tenth scale" not in summary and "by training-frequency bin — paper scale" in summary
+    assert "Related biases: UD LAS, NER F1, MLM accuracy (%) — paper scale" in summary
+    assert "— gpu-paper_tenth scale" not in summary and "by training-frequency bin — paper scale" in summary
+
+
+def test_the_paper_scale_related_table_is_one_table_of_each_tasks_chosen_regime(tmp_path):
+    """UD cells fine-tuned under the paper scale's chosen UD regime, NER cells under its chosen NER
+    regime and the MLM cells ("paper") make one paper-scale table whose note names the regimes; a cell
+    of another regime keeps a table of its own; the CSV records each cell under its own scale, so
+    record_cells reads back the cells the cache had."""
+    regimes = tables.chosen_regimes()
+    assert regimes == {"ud": "paper_tenth", "ner": "paper"}  # configs/scales.libsonnet `paper.chosen`
+    def cell(table, scale, value, row="M"):
+        return Cell(table, scale, row, "wolof", {"seeds": [42, 43], "n": 2, "test": {"mean": value, "sd": 1.0, "values": [value - 1, value + 1]}})
+
+    cells = [cell("related:ud", "gpu-paper_tenth", 75.0), cell("related:ner", "gpu-paper", 83.0), cell("mlm:accuracy", "paper", 42.9),
+             cell("related:ud", "gpu-paper_tenth", 76.0, "C5"), cell("related:ud", "gpu-paper", 76.1)]  # the last: not a chosen regime
+    tables.write_related_tables(cells, tmp_path)
+    related = (tmp_path / "paper" / "related.md").read_text()
+    assert "| µB-M | 75.00 ± 1.00 | 83.00 ± 1.00 | 42.90 ± 1.00 |" in related
+    assert "UD LAS fine-tuned under the `paper_tenth` regime, NER F1 under `paper`" in related
+    assert "| µB-C5 | Wolof UD LAS | +1.00 " in related
+    assert "| µB-M | 76.10 ± 1.00 | — | — |" in (tmp_path / "gpu-paper" / "related.md").read_text()
+    assert not (tmp_path / "gpu-paper_tenth").exists() and not (tmp_path / "gpu-paper" / "mlm_accuracy.md").exists()
+    back = {(c.table, c.scale, c.row): c.mean for c in record_cells(tmp_path)}
+    assert back == {(c.table, c.scale, c.row): c.mean for c in cells}
 
 
 def test_related_tables_keep_their_record_when_a_later_cache_lacks_them(tmp_path):
