@@ -11,11 +11,13 @@ run``: the environment) and each ``aggregate_cell`` step is looked up in the wor
 unique id, so a result shows up only if it was computed by the config as it is now. Cells that are
 not cached print as "—".
 
-Outputs per scale, under ``--out`` (default ``<workspace>/tables``): ``<table>.md``, ``<table>.tex``
-and ``<table>.csv`` for Tables 2, 3, 4 (both tasks) and 7–9, each computed value beside the committed
-record's (``docs/tables``) and the paper's published one (``configs/paper_tables.json``), each
-condition's difference from µB-M with a 95 % interval over seeds (paired by seed), and
-``<table>_delta.png``, those differences per language with their intervals.
+Outputs per scale, under ``--out`` (default ``<workspace>/tables``), for each table with a figure:
+``<table>.md``, ``<table>.tex`` and ``<table>.csv`` for Tables 2, 3, 4 (both tasks) and 7–9, each
+computed value beside the committed record's (``docs/tables``) and the paper's published one
+(``configs/paper_tables.json``), each condition's difference from µB-M with a 95 % interval over
+seeds (paired by seed), and ``<table>_delta.png``, those differences per language with their
+intervals. The related biases and MLM accuracy (``related``, ``mlm_accuracy``) show the paper scale
+as one table: each task under the regime of the paper-scale cells.
 
 ``--update-docs`` writes the record itself, ``docs/tables``: a cell this cache lacks keeps the
 record's value (marked †), so a partial cache never erases results of record.
