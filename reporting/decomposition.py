@@ -239,13 +239,18 @@ def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[C
                  recorded: Optional[Dict[Tuple[str, str, str], List[dict]]] = None) -> Dict[Tuple[str, str, str], SeedsSoFar]:
     """The finished seeds of each cell with no aggregate yet (its file has seeds still running),
     {(table, encoder, regime): SeedsSoFar}: shown beside the "—" of a cell that is not a cell yet.
-    ``recorded`` (`recorded_runs`): where this cache has none of a cell's seeds, the committed ones."""
+    ``recorded`` (`recorded_runs`): the committed seeds this cache has not run (a cell's seeds may
+    finish on several machines), marked ``recorded``."""
     done = set(_by_key(cells))
     figures = lambda seeds: [(m["test"][m["primary_metric"]], (m.get("dev") or {}).get(m["primary_metric"])) for m in seeds]  # noqa: E731
-    so_far = {key: SeedsSoFar(figures(seeds)) for key, seeds in runs.items() if key not in done and seeds}
-    for key, seeds in (recorded or {}).items():
-        if key not in done and key not in so_far and seeds:
-            so_far[key] = SeedsSoFar(figures(seeds), recorded=True)
+    recorded = recorded or {}
+    so_far = {}
+    for key in list(runs) + [key for key in recorded if key not in runs]:
+        cached = runs.get(key) or []
+        earlier = [m for m in recorded.get(key, []) if m.get("seed") not in {run.get("seed") for run in cached}]
+        if key not in done and (cached or earlier):
+            seeds = sorted(cached + earlier, key=lambda m: m.get("seed") or 0)
+            so_far[key] = SeedsSoFar(figures(seeds), recorded=bool(earlier))
     return so_far
 
 

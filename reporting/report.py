@@ -828,7 +828,78 @@ def _m_alone_text(cells, scale: str, compared) -> str:
                    for language, figures in sorted(alone.items()))
 
 
-def question_section(cells) -> str:
+# The authors' earlier published figure for a cell, beside this paper's own (configs/paper_tables.json).
+EARLIER_PUBLISHED = {("table2", "M", "wolof"): (75.69, "Gessler and Zeldes (2022), MicroBERT, UD 2.9")}
+# The decomposition grid's cell that is the same fine-tuning as a paper-scale µB-M cell under one
+# regime: its `paper` encoder (the paper-scale µB-M) under that regime, for Wolof.
+GRID_TABLES = {"table2": "decomposition:ud", "table3": "decomposition:ner"}
+
+
+def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]]:
+    """{(table, column, row): {seed: (test, dev, where)}} of the question's cells at ``scale`` that
+    have no aggregate yet (their files still have seeds running); a paper-scale µB-M's seeds include
+    the decomposition grid's runs of the same fine-tuning (``where``: "grid")."""
+    aggregated = {(c.table, c.row, c.column) for c in cells if c.scale == scale and c.result}
+    waiting = {(c.table, c.row, c.column) for c in cells if c.scale == scale and not c.result}  # a table file's cell
+    found: Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]] = defaultdict(dict)
+    for run in runs:
+        if not run.get("test") or not run.get("seed"):
+            continue
+        key = (run["table"], run["column"], run["row"]) if run["scale"] == scale else None
+        if scale.startswith("gpu-") and (run["scale"], run["row"]) == (scale[4:], "paper") and run["column"] == "wolof":
+            table = next((t for t, grid in GRID_TABLES.items() if grid == run["table"]), None)
+            key = (table, run["column"], "M") if table else None
+        if key is None or (key[0], key[2], key[1]) not in waiting - aggregated:
+            continue
+        where = "grid" if run["scale"] != scale else "cell"
+        if where == "cell" or int(run["seed"]) not in found[key]:
+            found[key][int(run["seed"])] = (float(run["test"]), float(run["dev"]) if run.get("dev") else None, where)
+    return {key: seeds for key, seeds in found.items() if seeds}
+
+
+def question_so_far(runs, cells, scale: str) -> str:
+    """The question's cells at ``scale`` whose other seeds are still running: each condition's finished
+    seeds and its difference from µB-M over the seeds both have, so that a long regime's answer shows as
+    its seeds come in; the µB-M row beside the authors' published figures."""
+    from reporting.significance import paired_difference
+
+    found = _finished_seeds(runs, cells, scale)
+    if not any(row != "M" for _, _, row in found):
+        return ""
+    labels, paper = dict(QUESTION_TABLES), json.loads(tables.PAPER_TABLES.read_text())
+    rows, notes = [], []
+    for (table, column, row), seeds in sorted(found.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] != "M", item[0][2])):
+        tests = [seeds[seed][0] for seed in sorted(seeds)]
+        devs = [seeds[seed][1] for seed in sorted(seeds) if seeds[seed][1] is not None]
+        base = found.get((table, column, "M"))
+        delta = "—"
+        if row != "M" and base:
+            shared = sorted(set(seeds) & set(base))
+            as_result = lambda figures: {"seeds": shared, "test": {"values": [figures[seed][0] for seed in shared]}}  # noqa: E731
+            difference = paired_difference(as_result(seeds), as_result(base)) if shared else None
+            delta = ("no shared seed yet" if difference is None else f"{difference.mean:+.2f} (seed {shared[0]}, no interval)"
+                     if len(shared) == 1 else f"{_delta_text(difference)} (seeds {_seeds_text(shared)})")
+        grid = [seed for seed in sorted(seeds) if seeds[seed][2] == "grid"]
+        rows.append([short_title(column), labels[table], f"µB-{row}", _seeds_text(list(seeds)) + ("*" if grid else ""),
+                     " / ".join(f"{test:.2f}" for test in tests), f"{_mean(tests):.2f}", f"{_mean(devs):.2f}" if devs else "—", delta])
+        if grid:
+            notes.append(f"\\* µB-M {short_title(column)} seeds {_seeds_text(grid)}: the decomposition grid's runs of the same "
+                         f"fine-tuning (its `paper` encoder under the `{scale[4:]}` regime; \"Where the Wolof gap is\"), fine-tuned "
+                         "from the encoder's first pretraining (\"µB-M pretrained again at the paper's scale\").")
+        published = [(value, where) for value, where in [EARLIER_PUBLISHED.get((table, row, column), (None, None)),
+                                                          (paper.get(table, {}).get("rows", {}).get(row, {}).get(column),
+                                                           f"this paper's {table.replace('table', 'Table ')}, most likely a dev figure")]
+                     if value is not None]
+        if row == "M" and published:
+            notes.append(f"µB-M {short_title(column)} {labels[table]} under this regime so far: test {_mean(tests):.2f}"
+                         + (f", dev {_mean(devs):.2f}" if devs else "") + "; the authors published "
+                         + " and ".join(f"{value:.2f} ({where})" for value, where in published) + ".")
+    header = ["language", "task", "condition", "seeds finished", "test, by seed", "test mean", "dev mean", "Δ from µB-M ± 95% CI (shared seeds)"]
+    return (f"\nSeeds finished so far at `{scale}`, in cells whose other seeds are still running (a cell has its figure "
+            "once its last seed ends):\n\n" + markdown_table(header, rows) + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
+
+
+def question_section(cells, runs=()) -> str:
     """The paper's question first: does a syntactic inductive bias help? Per scale with the cells,
     each bias condition − µB-M (UD LAS, NER F1) with its paired 95 % interval, the paper's Δ beside it,
     the seeds and regime behind each figure, and a verdict read from the figures."""
@@ -861,7 +932,7 @@ def question_section(cells) -> str:
                         else " Provenance: every figure is from the cache that wrote this.")
                      + (f"\n\n{tables.undertrained_note(cells)}" if scale == "cpu" else "")
                      + "\n\n" + markdown_table(header, rows) + f"\n**Verdict ({scale}):** {verdict(deltas)}\n"
-                     + _m_alone_text(cells, scale, {language for language, _ in deltas}))
+                     + _m_alone_text(cells, scale, {language for language, _ in deltas}) + question_so_far(runs, cells, scale))
     if without:
         parts.append(f"No syntactic-bias condition has cells yet at {', '.join(f'`{s}`' for s in without)} "
                      "(µB-M and random-init only): those scales answer the question once such a condition is run.\n")
@@ -1086,7 +1157,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     so_far = decomposition.seeds_so_far(grid_runs, grid, decomposition.recorded_runs())
     cpu_note = tables.undertrained_note(cells)
     results: List[Tuple[str, str]] = [
-        ("The paper's question", question_section(cells)),
+        ("The paper's question", question_section(cells, runs)),
         ("Headline findings", headline_section(cells, grid, so_far)),
         ("Paper tables", tables.with_cpu_notes(tables_section(cells, problems), cells)),
         ("Related biases", tables.with_cpu_notes(related_section(cells), cells)),

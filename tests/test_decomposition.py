@@ -50,8 +50,8 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     assert "| cpu | 62.00 ± 1.00<br>dev 63.00<br>1,500 steps (best epoch 19.0) | — | 66.00 ± 1.00<br>dev 67.00<br>5,000 steps (best epoch 15.0) | — |" in text
     assert "†" not in text
     # A cell whose file still has seeds running: its finished seeds under the "—", never in the record's CSV.
-    runs = {("decomposition:ud", "paper", "paper"): [{"primary_metric": "las", "test": {"las": 76.0}, "dev": {"las": 77.0}},
-                                                     {"primary_metric": "las", "test": {"las": 75.0}, "dev": {"las": 76.0}}],
+    runs = {("decomposition:ud", "paper", "paper"): [{"seed": 42, "primary_metric": "las", "test": {"las": 76.0}, "dev": {"las": 77.0}},
+                                                     {"seed": 43, "primary_metric": "las", "test": {"las": 75.0}, "dev": {"las": 76.0}}],
             ("decomposition:ud", "cpu", "cpu"): [{"primary_metric": "las", "test": {"las": 1.0}, "dev": {"las": 1.0}}]}
     so_far = decomposition.seeds_so_far(runs, cells)
     assert list(so_far) == [("decomposition:ud", "paper", "paper")]  # cpu × cpu is a whole cell already
@@ -63,7 +63,7 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     for seed, (test, dev) in {42: (76.19, 76.23), 43: (76.05, 76.01)}.items():
         folder = predictions / "decomposition" / "paper" / "ud" / "paper" / "wolof" / f"seed{seed}"
         folder.mkdir(parents=True)
-        (folder / "metrics.json").write_text(json.dumps({"primary_metric": "las", "test": {"las": test}, "dev": {"las": dev}}))
+        (folder / "metrics.json").write_text(json.dumps({"seed": seed, "primary_metric": "las", "test": {"las": test}, "dev": {"las": dev}}))
     stray = predictions / "decomposition" / "paper" / "ud" / "paper" / "maltese" / "seed42"
     stray.mkdir(parents=True)
     (stray / "metrics.json").write_text("{}")  # not the grid's language: never read
@@ -71,7 +71,12 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     assert list(recorded) == [("decomposition:ud", "paper", "paper")] and len(recorded[("decomposition:ud", "paper", "paper")]) == 2
     fresh = decomposition.seeds_so_far({}, cells, recorded)
     assert "| paper | — | — | — | — | —<br>2 seeds so far: test 76.12, dev 76.12 † |" in decomposition.markdown(cells, effort, fresh)
-    assert decomposition.seeds_so_far(runs, cells, recorded) == so_far
+    assert decomposition.seeds_so_far(runs, cells, recorded) == so_far  # this cache ran seeds 42 and 43 itself
+    # Seeds finished on two machines: this cache's seed 44 joins the committed 42 and 43 (†), not replaces them.
+    seed_44 = {("decomposition:ud", "paper", "paper"): [{"seed": 44, "primary_metric": "las", "test": {"las": 77.0}, "dev": {"las": 76.0}}]}
+    mixed = decomposition.seeds_so_far(seed_44, cells, recorded)
+    assert mixed[("decomposition:ud", "paper", "paper")] == decomposition.SeedsSoFar([(76.19, 76.23), (76.05, 76.01), (77.0, 76.0)], True)
+    assert "—<br>3 seeds so far: test 76.41, dev 76.08 † |" in decomposition.markdown(cells, effort, mixed)
 
     decomposition.write(cells, effort, decomposition.DOCS)  # the record, then a fresh cache without these cells
     recorded, recorded_effort = decomposition.decomposition_cells(LocalWorkspace(tmp_path / "fresh").dir)

@@ -760,3 +760,27 @@ def test_related_baselines_that_differ_from_table_2_are_named_as_fewer_seeds_or_
     assert "cpu µB-M Wolof UD LAS: 68.67 in the related table (seeds 42–44), 68.52 in Table 2" in separate
     assert "gpu-paper_tenth" not in separate
     assert report.related_conflicts(cells[:2] + [cell("related:ud", "cpu", [42], [68.52])]).count("Two records") == 0
+
+
+def test_the_papers_question_shows_the_seeds_finished_so_far_of_cells_still_running():
+    """Under a long regime a cell has no figure until its last seed ends: its finished seeds show under
+    the scale's verdict, each bias paired with µB-M over the seeds both have, µB-M's including the
+    decomposition grid's runs of the same fine-tuning (marked), beside the authors' published figures."""
+    def run(scale, table, row, seed, test, dev):
+        return {"scale": scale, "table": table, "row": row, "column": "wolof", "seed": str(seed), "test": f"{test:.2f}", "dev": f"{dev:.2f}"}
+
+    runs = [run("gpu-paper", "table2", "M", 44, 76.5, 75.9), run("gpu-paper", "table2", "MXPT-SLA", 44, 75.5, 75.3),
+            run("paper", "decomposition:ud", "paper", 42, 76.19, 76.23), run("paper", "decomposition:ud", "paper", 43, 76.05, 76.01),
+            run("paper", "decomposition:ud", "cpu", 42, 71.0, 71.0),  # another encoder: not µB-M's
+            run("gpu-paper", "table3", "M", 42, 83.0, 88.0)]  # a cell with a figure already: not "so far"
+    cells = [Cell("table3", "gpu-paper", row, "wolof", {"seeds": [42, 43], "n": 2, "test": {"mean": 83.0, "sd": 1.0, "values": [82.0, 84.0]}})
+             for row in ("M", "MX")] + [Cell("table2", "gpu-paper", row, "wolof") for row in ("M", "MXPT-SLA")]  # cells still running
+    runs.append(run("gpu-paper", "table2", "M-long", 44, 70.0, 70.0))  # a grid's run, no table file's cell: not the question's
+    text = report.question_section(cells, runs)
+    assert "Seeds finished so far at `gpu-paper`" in text
+    assert "| Wolof | UD LAS | µB-M | 42–44* | 76.19 / 76.05 / 76.50 | 76.25 | 76.05 | — |" in text
+    assert "| Wolof | UD LAS | µB-MXPT-SLA | 44 | 75.50 | 75.50 | 75.30 | -1.00 (seed 44, no interval) |" in text
+    assert "seeds 42, 43: the decomposition grid's runs of the same fine-tuning" in text
+    assert "the authors published 75.69 (Gessler and Zeldes (2022), MicroBERT, UD 2.9) and 77.71 (this paper's Table 2, most likely a dev figure)" in text
+    assert "NER F1 | µB-M" not in text.split("Seeds finished so far")[1] and "M-long" not in text
+    assert "Seeds finished so far" not in report.question_section(cells, runs[:1])  # µB-M alone answers nothing
