@@ -762,7 +762,7 @@ def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[
         for stem, columns, title, extra in RELATED_TABLES:
             targets = (directory / f"{stem}.md", directory / f"{stem}.csv")
             if not _scored(cells, scale, (table for table, _ in columns)):
-                written += _drop_stale(targets)
+                _drop_stale(targets)
                 continue
             directory.mkdir(parents=True, exist_ok=True)
             markdown = related_markdown(cells, scale, columns, title, **extra)
@@ -773,13 +773,11 @@ def write_related_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[
     return written
 
 
-def _drop_stale(targets: Iterable[Path]) -> List[Path]:
-    """Remove the files of a table that now has no figure (an older cache state's would be wrong);
-    returns nothing, so a caller can add it to what it wrote."""
+def _drop_stale(targets: Iterable[Path]) -> None:
+    """Remove the files of a table that now has no figure: an older cache state's would be wrong."""
     for target in targets:
         if target.exists():
             target.unlink()
-    return []
 
 
 DOCS_TABLES = REPO / "docs" / "tables"
