@@ -242,7 +242,11 @@ def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[C
     ``recorded`` (`recorded_runs`): the committed seeds this cache has not run (a cell's seeds may
     finish on several machines), marked ``recorded``."""
     done = set(_by_key(cells))
-    figures = lambda seeds: [(m["test"][m["primary_metric"]], (m.get("dev") or {}).get(m["primary_metric"])) for m in seeds]  # noqa: E731
+    # Each seed's figure at runs.csv's precision, so that the grid, the headline and the paper's-question
+    # table (which reads runs.csv rows) give one mean for the same seeds.
+    rounded = lambda value: None if value is None else round(value, 2)  # noqa: E731
+    figures = lambda seeds: [(rounded(m["test"][m["primary_metric"]]), rounded((m.get("dev") or {}).get(m["primary_metric"])))  # noqa: E731
+                             for m in seeds]
     recorded = recorded or {}
     so_far = {}
     for key in list(runs) + [key for key in recorded if key not in runs]:
