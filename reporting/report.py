@@ -880,8 +880,12 @@ def question_so_far(runs, cells, scale: str) -> str:
             delta = ("no shared seed yet" if difference is None else f"{difference.mean:+.2f} (seed {shared[0]}, no interval)"
                      if len(shared) == 1 else f"{_delta_text(difference)} (seeds {_seeds_text(shared)})")
         grid = [seed for seed in sorted(seeds) if seeds[seed][2] == "grid"]
+        published_rows = paper.get(table, {}).get("rows", {})
+        ours, base = published_rows.get(row, {}).get(column), published_rows.get("M", {}).get(column)
+        paper_delta = "—" if row == "M" or ours is None or base is None else f"{ours - base:+.2f}"
         rows.append([short_title(column), labels[table], f"µB-{row}", _seeds_text(list(seeds)) + ("*" if grid else ""),
-                     " / ".join(f"{test:.2f}" for test in tests), f"{_mean(tests):.2f}", f"{_mean(devs):.2f}" if devs else "—", delta])
+                     " / ".join(f"{test:.2f}" for test in tests), f"{_mean(tests):.2f}", f"{_mean(devs):.2f}" if devs else "—", delta,
+                     paper_delta])
         if grid:
             notes.append(f"\\* µB-M {short_title(column)} seeds {_seeds_text(grid)}: the decomposition grid's runs of the same "
                          f"fine-tuning (its `paper` encoder under the `{scale[4:]}` regime; \"Where the Wolof gap is\"), fine-tuned "
@@ -894,7 +898,8 @@ def question_so_far(runs, cells, scale: str) -> str:
             notes.append(f"µB-M {short_title(column)} {labels[table]} under this regime so far: test {_mean(tests):.2f}"
                          + (f", dev {_mean(devs):.2f}" if devs else "") + "; the authors published "
                          + " and ".join(f"{value:.2f} ({where})" for value, where in published) + ".")
-    header = ["language", "task", "condition", "seeds finished", "test, by seed", "test mean", "dev mean", "Δ from µB-M ± 95% CI (shared seeds)"]
+    header = ["language", "task", "condition", "seeds finished", "test, by seed", "test mean", "dev mean",
+              "Δ from µB-M ± 95% CI (shared seeds)", "paper Δ"]
     return (f"\nSeeds finished so far at `{scale}`, in cells whose other seeds are still running (a cell has its figure "
             "once its last seed ends):\n\n" + markdown_table(header, rows) + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
 
