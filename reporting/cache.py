@@ -440,8 +440,10 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
               f"datasets: [universal_dependencies, wikipedia]", "---", ""]
     # A cell's scale names its fine-tuning (gpu-<regime> for a paper-scale file's, a grid's regime),
     # so one encoder's cells under two regimes read apart.
-    rows = [f"| {c.task} | {c.scale or '—'} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)} | {c.metric} |" for c in
-            sorted(downstream, key=lambda c: (c.task or "", c.scale or "", c.seed or 0))]
+    rows = [f"| {c.task} | {c.scale or '—'} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)}{EARLIER_MARK if c.unique_id == EARLIER_CARD else ''} "
+            f"| {c.metric} |" for c in sorted(downstream, key=lambda c: (c.task or "", c.scale or "", c.seed or 0))]
+    if any(c.unique_id == EARLIER_CARD for c in downstream):
+        rows += ["", f"{EARLIER_MARK.strip()} from this release's earlier card: fine-tuned in a cache other than the one that wrote this card."]
     body = [
         f"# µBERT {language}, condition {entry.condition} ({entry.scale or 'unknown'} scale, seed {entry.seed})",
         "",
@@ -484,6 +486,33 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
                  "- put it back as the cached result of the step that built it: "
                  "`python -m reporting.cache restore <this folder> --workspace WORKSPACE`", ""]
     return "\n".join(header + body)
+
+
+# A release written again from another cache keeps the downstream rows of its earlier card that this
+# cache lacks (a cell fine-tuned on another machine), marked.
+EARLIER_CARD, EARLIER_MARK = "earlier card", " †"
+
+
+def card_downstream(card: Path) -> List[Entry]:
+    """The rows of a model card's downstream table (`model_card`), as cells; none without a card."""
+    text = card.read_text(encoding="utf-8") if card.is_file() else ""
+    if "\n## Downstream\n" not in text:
+        return []
+    number = lambda cell: None if cell.replace(EARLIER_MARK.strip(), "").strip() in ("", "—") else float(cell.replace(EARLIER_MARK.strip(), ""))  # noqa: E731
+    rows = []
+    for line in text.split("\n## Downstream\n", 1)[1].split("\n## ", 1)[0].splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0] not in ("task", "---"):
+            task, scale, seed, dev, test, metric = cells
+            rows.append(Entry(EARLIER_CARD, "cell", "", scale=None if scale == "—" else scale, seed=int(seed) if seed.isdigit() else None,
+                              task=task, metric=metric, dev=number(dev), test=number(test)))
+    return rows
+
+
+def with_earlier_rows(cached: Sequence[Entry], earlier: Sequence[Entry]) -> List[Entry]:
+    """This cache's downstream cells and the earlier card's rows it has no cell for (task, scale, seed)."""
+    have = {(c.task, c.scale, c.seed) for c in cached}
+    return list(cached) + [c for c in earlier if (c.task, c.scale, c.seed) not in have]
 
 
 def export_entry(workspace_dir: Path, key: str, out: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Path:
@@ -567,11 +596,13 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
     out = Path(root) / language / ((name or default) + ("-partial" if kind == "checkpoint" else ""))
     step = {"step_class": entry.step_class, "config": config, "language": language, "condition": entry.condition,
             "scale": entry.scale, "seed": entry.seed, "steps": entry.steps}
+    earlier = card_downstream(out / "README.md")  # read before write_release replaces the folder
     record = write_release(folder, out, step)
     if kind == "result":
         metrics = _read_metrics(out)
         stock = json.loads((out / "encoder" / "config.json").read_text()).get("model_type") == "bert"
-        card = model_card(entry, metrics, config, stock, downstream_cells(workspace_dir, folder.name, graphs), record)
+        downstream = with_earlier_rows(downstream_cells(workspace_dir, folder.name, graphs), earlier)
+        card = model_card(entry, metrics, config, stock, downstream, record)
     else:
         card = (f"# Stopped pretraining: {language} {entry.condition}, {entry.scale} scale, seed {entry.seed}\n\n"
                 f"The checkpoint of `{folder.name}` at optimizer step {entry.steps} of {stopped.total}: restore it "

@@ -357,6 +357,16 @@ def test_a_release_restored_on_a_fresh_workspace_goes_straight_to_fine_tuning(sm
     assert (released / "README.md").read_text().startswith("---\nlanguage: ")
     fresh = tmp_path / "fresh"
     assert cache.main(["restore", str(released), "--workspace", str(fresh)]) == 0
+    # Released again from the fresh cache, which fine-tuned nothing: the card keeps the earlier card's
+    # downstream rows, marked, with the same figures.
+    card = (released / "README.md").read_text()
+    rows = [line for line in card.split("## Downstream")[1].split("## Load")[0].splitlines() if line.startswith("| pronto")]
+    assert rows and cache.card_downstream(released / "README.md")[0].test is not None
+    assert cache.main(["release", step.unique_id[:30], "--workspace", str(fresh), "--root", str(tmp_path / "releases"),
+                       "--experiments", str(experiment)]) == 0
+    again = (released / "README.md").read_text()
+    assert [line for line in again.splitlines() if line.startswith("| pronto")] == [row.replace(" | accuracy |", " † | accuracy |") for row in rows]
+    assert "† from this release's earlier card" in again and json.loads((released / "release.json").read_text())["sha256"] == record["sha256"]
     original, restored = workspace.step_dir(step), fresh / "cache" / step.unique_id
     assert sorted(p.relative_to(restored / "result").as_posix() for p in (restored / "result").rglob("*") if p.is_file()) == \
         sorted(p.relative_to(original / "result").as_posix() for p in (original / "result").rglob("*") if p.is_file())
