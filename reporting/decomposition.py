@@ -251,7 +251,8 @@ def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[C
     so_far = {}
     for key in list(runs) + [key for key in recorded if key not in runs]:
         cached = runs.get(key) or []
-        earlier = [m for m in recorded.get(key, []) if m.get("seed") not in {run.get("seed") for run in cached}]
+        ran_here = {run.get("seed") for run in cached}
+        earlier = [m for m in recorded.get(key, []) if m.get("seed") not in ran_here]
         if key not in done and (cached or earlier):
             seeds = sorted(cached + earlier, key=lambda m: m.get("seed") or 0)
             so_far[key] = SeedsSoFar(figures(seeds), recorded=bool(earlier))

@@ -839,8 +839,7 @@ def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[
     """{(table, column, row): {seed: (test, dev, where)}} of the question's cells at ``scale`` that
     have no aggregate yet (their files still have seeds running); a paper-scale µB-M's seeds include
     the decomposition grid's runs of the same fine-tuning (``where``: "grid")."""
-    aggregated = {(c.table, c.row, c.column) for c in cells if c.scale == scale and c.result}
-    waiting = {(c.table, c.row, c.column) for c in cells if c.scale == scale and not c.result}  # a table file's cell
+    waiting = {(c.table, c.row, c.column) for c in cells if c.scale == scale and not c.result}  # a table file's cell, no figure yet
     found: Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]] = defaultdict(dict)
     for run in runs:
         if not run.get("test") or not run.get("seed"):
@@ -849,7 +848,7 @@ def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[
         if scale.startswith("gpu-") and (run["scale"], run["row"]) == (scale[4:], "paper") and run["column"] == "wolof":
             table = next((t for t, grid in GRID_TABLES.items() if grid == run["table"]), None)
             key = (table, run["column"], "M") if table else None
-        if key is None or (key[0], key[2], key[1]) not in waiting - aggregated:
+        if key is None or (key[0], key[2], key[1]) not in waiting:
             continue
         where = "grid" if run["scale"] != scale else "cell"
         if where == "cell" or int(run["seed"]) not in found[key]:
@@ -1056,9 +1055,10 @@ def related_conflicts(cells) -> str:
 
 def _same_runs(fewer: dict, more: dict) -> bool:
     """Whether the seeds of one aggregate are runs of the other: each of its seeds there, with the same score."""
-    values = dict(zip(more["seeds"], more["test"].get("values") or []))
-    mine = zip(fewer["seeds"], fewer["test"].get("values") or [])
-    return bool(fewer["test"].get("values")) and all(seed in values and abs(values[seed] - value) < 1e-3 for seed, value in mine)
+    from reporting.significance import per_seed
+
+    mine, theirs = per_seed(fewer), per_seed(more) or {}
+    return bool(mine) and all(seed in theirs and abs(theirs[seed] - value) < 1e-3 for seed, value in mine.items())
 
 
 FIRST_PRETRAINING = Path("docs/predictions/first-pretraining")

@@ -480,12 +480,13 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
     itself)."""
     paper = json.loads(PAPER_TABLES.read_text())
     written: Dict[str, List[Path]] = {}
+    with_record = list(cells) + list(record or [])
     for scale in sorted({c.scale for c in cells} if scales is None else scales):
         directory = out_dir / scale
         files = written.setdefault(scale, [])
         for table, title in TABLE_TITLES.items():
             stem = table.replace(":", "_")
-            if not _scored(list(cells) + list(record or []), scale, [table]):
+            if not _scored(with_record, scale, [table]):
                 _drop_stale(directory / f"{stem}{suffix}" for suffix in (".md", ".tex", ".csv", "_delta.png"))
                 continue
             directory.mkdir(parents=True, exist_ok=True)
@@ -517,7 +518,7 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
     parts = []
     for scale in sorted({c.scale for c in cells} if scales is None else scales):
         for table in chosen:
-            if not any(c.table == table and c.scale == scale and c.result for c in cells):
+            if not _scored(cells, scale, [table]):
                 continue
             columns, table_rows = build_table(table, scale, cells, paper)
             shown = [(row, entries) for row, entries in table_rows if any(e.mean is not None for e in entries) or row in ("M", "MXPT-SLA")]
