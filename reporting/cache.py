@@ -414,10 +414,12 @@ def resolve_entry(workspace_dir: Path, key: str, stopped: bool = False) -> Path:
 
 
 def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], stock: bool,
-               downstream: Sequence[Entry] = (), release: Optional[Dict[str, Any]] = None) -> str:
+               downstream: Sequence[Entry] = (), release: Optional[Dict[str, Any]] = None,
+               earlier: Sequence[Entry] = ()) -> str:
     """The encoder's model card in the Hugging Face card format (YAML metadata, then prose): language,
     data and licences, tokens, steps, dev MLM loss, downstream figures with their seeds, how to load
-    it, and (for a release) its content hash and how to restore it into a cache."""
+    it, and (for a release) its content hash and how to restore it into a cache. ``earlier``: the
+    release's recorded cells that this cache lacks, marked as such."""
     from reporting.languages import languages
 
     facts = languages().get(entry.language or "", {})
@@ -440,9 +442,10 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
               f"datasets: [universal_dependencies, wikipedia]", "---", ""]
     # A cell's scale names its fine-tuning (gpu-<regime> for a paper-scale file's, a grid's regime),
     # so one encoder's cells under two regimes read apart.
-    rows = [f"| {c.task} | {c.scale or '—'} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)}{EARLIER_MARK if c.unique_id == EARLIER_CARD else ''} "
-            f"| {c.metric} |" for c in sorted(downstream, key=lambda c: (c.task or "", c.scale or "", c.seed or 0))]
-    if any(c.unique_id == EARLIER_CARD for c in downstream):
+    marked = [(c, "") for c in downstream] + [(c, EARLIER_MARK) for c in earlier]
+    rows = [f"| {c.task} | {c.scale or '—'} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)}{mark} | {c.metric} |"
+            for c, mark in sorted(marked, key=lambda cm: (cm[0].task or "", cm[0].scale or "", cm[0].seed or 0))]
+    if earlier:
         rows += ["", f"{EARLIER_MARK.strip()} from this release's earlier card: fine-tuned in a cache other than the one that wrote this card."]
     body = [
         f"# µBERT {language}, condition {entry.condition} ({entry.scale or 'unknown'} scale, seed {entry.seed})",
@@ -488,31 +491,40 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
     return "\n".join(header + body)
 
 
-# A release written again from another cache keeps the downstream rows of its earlier card that this
-# cache lacks (a cell fine-tuned on another machine), marked.
-EARLIER_CARD, EARLIER_MARK = "earlier card", " †"
+# A release written again from another cache keeps the downstream cells it recorded before that
+# this cache lacks (a cell fine-tuned on another machine), marked on the card.
+EARLIER_MARK = " †"
+DOWNSTREAM_FIELDS = ("task", "scale", "seed", "dev", "test", "metric")
 
 
-def card_downstream(card: Path) -> List[Entry]:
-    """The rows of a model card's downstream table (`model_card`), as cells; none without a card."""
-    text = card.read_text(encoding="utf-8") if card.is_file() else ""
-    if "\n## Downstream\n" not in text:
+def release_downstream(folder: Path) -> List[Entry]:
+    """The downstream cells a release records (its downstream.json: task, scale, seed, dev, test and
+    metric of each), as cells; none without one."""
+    from steps.common.releases import DOWNSTREAM_FILE
+
+    path = Path(folder) / DOWNSTREAM_FILE
+    if not path.is_file():
         return []
-    number = lambda cell: None if cell.replace(EARLIER_MARK.strip(), "").strip() in ("", "—") else float(cell.replace(EARLIER_MARK.strip(), ""))  # noqa: E731
-    rows = []
-    for line in text.split("\n## Downstream\n", 1)[1].split("\n## ", 1)[0].splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 6 and cells[0] not in ("task", "---"):
-            task, scale, seed, dev, test, metric = cells
-            rows.append(Entry(EARLIER_CARD, "cell", "", scale=None if scale == "—" else scale, seed=int(seed) if seed.isdigit() else None,
-                              task=task, metric=metric, dev=number(dev), test=number(test)))
-    return rows
+    try:
+        return [Entry("", "cell", "", **{key: row.get(key) for key in DOWNSTREAM_FIELDS})
+                for row in json.loads(path.read_text())["cells"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise SystemExit(f"{path}: not a list of downstream cells ({error})") from None
 
 
-def with_earlier_rows(cached: Sequence[Entry], earlier: Sequence[Entry]) -> List[Entry]:
-    """This cache's downstream cells and the earlier card's rows it has no cell for (task, scale, seed)."""
+def write_downstream(folder: Path, cells: Sequence[Entry]) -> None:
+    """Record a release's downstream cells (release_downstream reads them back)."""
+    from steps.common.releases import DOWNSTREAM_FILE
+
+    rows = [{key: getattr(c, key) for key in DOWNSTREAM_FIELDS}
+            for c in sorted(cells, key=lambda c: (c.task or "", c.scale or "", c.seed or 0))]
+    (Path(folder) / DOWNSTREAM_FILE).write_text(json.dumps({"cells": rows}, indent=2) + "\n")
+
+
+def earlier_rows(cached: Sequence[Entry], earlier: Sequence[Entry]) -> List[Entry]:
+    """The earlier record's cells that this cache has none for (same task, scale and seed)."""
     have = {(c.task, c.scale, c.seed) for c in cached}
-    return list(cached) + [c for c in earlier if (c.task, c.scale, c.seed) not in have]
+    return [c for c in earlier if (c.task, c.scale, c.seed) not in have]
 
 
 def export_entry(workspace_dir: Path, key: str, out: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Path:
@@ -596,13 +608,15 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
     out = Path(root) / language / ((name or default) + ("-partial" if kind == "checkpoint" else ""))
     step = {"step_class": entry.step_class, "config": config, "language": language, "condition": entry.condition,
             "scale": entry.scale, "seed": entry.seed, "steps": entry.steps}
-    earlier = card_downstream(out / "README.md")  # read before write_release replaces the folder
+    recorded = release_downstream(out)  # read before write_release replaces the folder
     record = write_release(folder, out, step)
     if kind == "result":
         metrics = _read_metrics(out)
         stock = json.loads((out / "encoder" / "config.json").read_text()).get("model_type") == "bert"
-        downstream = with_earlier_rows(downstream_cells(workspace_dir, folder.name, graphs), earlier)
-        card = model_card(entry, metrics, config, stock, downstream, record)
+        cached = downstream_cells(workspace_dir, folder.name, graphs)
+        earlier = earlier_rows(cached, recorded)
+        write_downstream(out, cached + earlier)
+        card = model_card(entry, metrics, config, stock, cached, record, earlier)
     else:
         card = (f"# Stopped pretraining: {language} {entry.condition}, {entry.scale} scale, seed {entry.seed}\n\n"
                 f"The checkpoint of `{folder.name}` at optimizer step {entry.steps} of {stopped.total}: restore it "

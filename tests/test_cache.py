@@ -361,12 +361,14 @@ def test_a_release_restored_on_a_fresh_workspace_goes_straight_to_fine_tuning(sm
     # downstream rows, marked, with the same figures.
     card = (released / "README.md").read_text()
     rows = [line for line in card.split("## Downstream")[1].split("## Load")[0].splitlines() if line.startswith("| pronto")]
-    assert rows and cache.card_downstream(released / "README.md")[0].test is not None
+    recorded = json.loads((released / "downstream.json").read_text())["cells"]
+    assert rows and len(recorded) == len(rows) and all(cell["test"] is not None for cell in recorded)
     assert cache.main(["release", step.unique_id[:30], "--workspace", str(fresh), "--root", str(tmp_path / "releases"),
                        "--experiments", str(experiment)]) == 0
     again = (released / "README.md").read_text()
     assert [line for line in again.splitlines() if line.startswith("| pronto")] == [row.replace(" | accuracy |", " † | accuracy |") for row in rows]
     assert "† from this release's earlier card" in again and json.loads((released / "release.json").read_text())["sha256"] == record["sha256"]
+    assert json.loads((released / "downstream.json").read_text())["cells"] == recorded  # kept as data, not re-read from the card
     original, restored = workspace.step_dir(step), fresh / "cache" / step.unique_id
     assert sorted(p.relative_to(restored / "result").as_posix() for p in (restored / "result").rglob("*") if p.is_file()) == \
         sorted(p.relative_to(original / "result").as_posix() for p in (original / "result").rglob("*") if p.is_file())
@@ -445,6 +447,25 @@ def test_a_release_with_one_byte_flipped_is_refused_in_one_line(small_cache, tmp
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and f"{weights}: sha256 " in error and "differs from" in error, error
     assert not (tmp_path / "ws" / "cache").exists() or not any((tmp_path / "ws" / "cache").iterdir())
+
+
+def test_a_release_s_downstream_figures_are_data_outside_its_hash(small_cache, tmp_path, capsys):
+    """downstream.json changes without touching the encoder: restore ignores it; a release written
+    again reads it back (not the card), and a malformed one stops the release in one line."""
+    released = _released(small_cache, tmp_path / "releases")
+    figures = released / "downstream.json"
+    figures.write_text(json.dumps({"cells": [{"task": "ud_parsing", "scale": "elsewhere", "seed": 7, "dev": 1.5, "test": 2.5, "metric": "las"}]}))
+    assert cache.main(["restore", str(released), "--workspace", str(tmp_path / "ws")]) == 0
+    [kept] = [c for c in cache.release_downstream(released) if c.scale == "elsewhere"]
+    assert (kept.task, kept.seed, kept.dev, kept.test, kept.metric) == ("ud_parsing", 7, 1.5, 2.5, "las")
+    again = _released(small_cache, tmp_path / "releases")  # this cache has no such cell: kept, marked
+    assert [line for line in (again / "README.md").read_text().splitlines() if "| elsewhere |" in line] == \
+        ["| ud_parsing | elsewhere | 7 | 1.50 | 2.50 † | las |"]
+    assert any(c.scale == "elsewhere" for c in cache.release_downstream(again))
+    figures.write_text('{"cells": [7]}')
+    with pytest.raises(SystemExit, match=re.escape(f"{figures}: not a list of downstream cells")) as stopped:
+        cache.release_downstream(released)
+    assert "\n" not in str(stopped.value)
 
 
 def test_a_release_is_refused_when_its_record_or_declared_step_does_not_hold(small_cache, tmp_path):

@@ -9,6 +9,10 @@ from), with
 * ``step.json``: the step's unique ID, class, config and Tango's cache metadata for it;
 * ``release.json``: the sha256 of every file above and one digest over them all.
 
+Beside them, unhashed, an encoder release holds its model card (``README.md``) and the card's
+downstream figures as data (``downstream.json``): fine-tuning an encoder again adds figures
+without changing the encoder, so neither belongs to its content hash.
+
 `restore_release` puts a release back as the cache entry of the step that built it, in any
 workspace: Tango then finds the result (or resumes the checkpoint) under the same unique ID, so
 `tango run` of the file that built it goes on from there. Nothing is restored that does not match
@@ -31,6 +35,7 @@ from steps.common.data_root import sha256_hex as sha256_of  # read now, never re
 RELEASE_FILE = "release.json"
 STEP_FILE = "step.json"
 CARD_FILE = "README.md"
+DOWNSTREAM_FILE = "downstream.json"  # the card's downstream table as data (reporting.cache)
 METADATA_FILE = "cache-metadata.json"  # Tango writes it last: an entry without it is unfinished
 RESULT_MANIFEST = "result-files.json"  # steps.common.formats.MANIFEST_NAME
 # A finished step's result folder, a finished step's result file(s) at the entry's top, or a stopped step's work folder.
@@ -108,7 +113,7 @@ def verify_release(folder: Path, known_versions: Optional[Dict[str, str]] = None
     """The release record of ``folder`` once every file matches it; else `ReleaseRefused`.
 
     Checked: release.json's digest over its file hashes; every recorded file present with its
-    sha256; no file that the record does not name (the model card aside); step.json declares the
+    sha256; no file that the record does not name (the card and its downstream figures aside); step.json declares the
     unique ID that release.json and Tango's cache metadata name; and, given ``known_versions``
     ({step class: VERSION} of this code), that ID's class and version are ones this code computes."""
     folder = Path(folder)
@@ -122,7 +127,7 @@ def verify_release(folder: Path, known_versions: Optional[Dict[str, str]] = None
         raise ReleaseRefused(f"{record_file}: unknown kind {kind!r}; known: {', '.join(KINDS)}")
     if digest_of(files) != record.get("sha256"):
         raise ReleaseRefused(f"{record_file}: its file hashes do not give its recorded sha256 {str(record.get('sha256'))[:16]}…")
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {RELEASE_FILE, CARD_FILE}
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {RELEASE_FILE, CARD_FILE, DOWNSTREAM_FILE}
     for name in sorted(set(files) - present):
         raise ReleaseRefused(f"{folder / name}: missing, recorded in {RELEASE_FILE}")
     for name in sorted(present - set(files)):

@@ -130,10 +130,10 @@ class FinetuneOutcome:
     history: List[Dict[str, Any]]
     best_epoch: Optional[int]  # None when nothing was selected (no `evaluate`): the last epoch is kept
     steps: int
-    train_seconds: float  # training batches only, summed over sessions
-    loop_seconds: float  # batches and dev evaluations, summed over sessions
+    train_seconds: float  # training batches only, summed over resumed runs
+    loop_seconds: float  # batches and dev evaluations, summed over resumed runs
     count: int  # `FinetuneTask.count` summed over every training batch
-    resumed_from: List[int] = field(default_factory=list)  # the epoch each resumed session started after
+    resumed_from: List[int] = field(default_factory=list)  # the epoch each resumed run started after
     checkpoint: Optional[Path] = None
 
     def discard_checkpoint(self) -> None:
