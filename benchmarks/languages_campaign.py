@@ -6,9 +6,11 @@ Not run by the tests.
     nohup python benchmarks/languages_campaign.py -j 2 &               # the campaign (~17 h on 2 cores)
     nohup python benchmarks/languages_campaign.py --languages coptic & # one language
     python benchmarks/languages_campaign.py -j 1 --languages wolof --cells mx --three-seeds  # 3 of a 5-seed cell
+    python benchmarks/languages_campaign.py -j 1 --languages wolof --cells mxpt          # one of Table 2's other conditions
 
 Cells: µB-M, µB-MX, µB-MXPT-SLA and random-init for each language, UD (+ NER for Wolof, Maltese
-and Uyghur), plus Coptic µB-M on the leak-free corpus. Each cell is one committed file in
+and Uyghur), plus Coptic µB-M on the leak-free corpus. Table 2's other seven conditions (mp, mt,
+mpt, mpt_sla, mxp, mxt, mxpt) run where --cells names them. Each cell is one committed file in
 experiments/seeds/ (`<language>_<cell>_3seeds.jsonnet`, rewritten by this script; a cell with a
 5-seed file there already uses it) that calls the builder with seeds=[42, 43, 44]: the data steps,
 the pretrained encoder and seed 42 are the one-seed cpu file's own cache entries (same IDs), so
@@ -42,17 +44,20 @@ LANGUAGES = ("wolof", "coptic", "maltese", "uyghur", "ancient_greek")
 # cell name → (condition or None for random-init, corpus variant or None)
 CELLS = {"m": ("M", None), "mx": ("MX", None), "mxpt_sla": ("MXPT-SLA", None), "random_init": (None, None)}
 EXTRA_CELLS = {"coptic": {"m_leakfree": ("M", "leakfree")}}
+# Table 2's other seven conditions: written and run only where --cells names them.
+MORE_CELLS = {condition.lower().replace("-", "_"): (condition, None) for condition in ("MP", "MT", "MPT", "MPT-SLA", "MXP", "MXT", "MXPT")}
 SEEDS = [42, 43, 44]
 RECORD = REPO / "docs" / "benchmarks" / "languages_campaign.jsonl"
 
 
-def cells(language: str) -> dict:
-    return {**CELLS, **EXTRA_CELLS.get(language, {})}
+def cells(language: str, more: bool = False) -> dict:
+    """The language's campaign cells (with ``more``: Table 2's other conditions too)."""
+    return {**CELLS, **EXTRA_CELLS.get(language, {}), **(MORE_CELLS if more else {})}
 
 
 def cell_text(language: str, name: str) -> str:
     """The committed 3-seed file of one cell."""
-    condition, corpus = cells(language)[name]
+    condition, corpus = cells(language, more=True)[name]
     variant = f', corpus="{corpus}"' if corpus else ""
     call = (f'random_init_experiment("{language}", "cpu", seeds={SEEDS})' if condition is None
             else f'experiment("{language}", "{condition}", "cpu", seeds={SEEDS}{variant})')
@@ -117,13 +122,16 @@ def campaign_parser(description: str, jobs: int, languages) -> argparse.Argument
 
 def main(argv=None) -> int:
     parser = campaign_parser(__doc__.splitlines()[0], 2, LANGUAGES)
-    parser.add_argument("--cells", nargs="+", help="cell names (default: all; e.g. m m_leakfree)")
+    parser.add_argument("--cells", nargs="+", help="cell names (default: the campaign's; e.g. m m_leakfree, or mxpt)")
     parser.add_argument("--three-seeds", action="store_true",
                         help="run the 3-seed file even where a 5-seed file exists (its seeds 42-44 are the same cache entries)")
     parser.add_argument("--dry-run", action="store_true", help="write the files and list them; run nothing")
     args = parser.parse_args(argv)
-    files = [cell_file(language, name, prefer_five=not args.three_seeds) for language in args.languages for name in cells(language)
-             if not args.cells or name in args.cells]
+    unknown = sorted(set(args.cells or ()) - {name for language in args.languages for name in cells(language, more=True)})
+    if unknown:
+        parser.error(f"unknown cells {', '.join(unknown)}; known: {', '.join(sorted(cells('coptic', more=True)))}")
+    files = [cell_file(language, name, prefer_five=not args.three_seeds) for language in args.languages
+             for name in cells(language, more=bool(args.cells)) if not args.cells or name in args.cells]
     if args.dry_run:
         print("\n".join(str(f) for f in files))
         return 0

@@ -60,6 +60,12 @@ def test_language_campaign_files_are_committed_as_generated():
                 assert text == campaign.cell_text(language, name), f"{path.name}: rerun benchmarks/languages_campaign.py --dry-run"
             assert "seeds=[42, 43, 44" in text and f'("{language}"' in text
     assert 'corpus="leakfree"' in campaign.cell_file("coptic", "m_leakfree", write=False).read_text()
+    # Table 2's other conditions, where a file has been written for one: as generated too.
+    more = [(language, name) for language in campaign.LANGUAGES for name in campaign.MORE_CELLS
+            if (campaign.FOLDER / f"{language}_{name}_3seeds.jsonnet").exists()]
+    assert ("wolof", "mxpt") in more
+    for language, name in more:
+        assert campaign.cell_file(language, name, write=False).read_text(encoding="utf-8") == campaign.cell_text(language, name)
 
 
 def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_path, capsys):
