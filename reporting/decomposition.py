@@ -45,6 +45,7 @@ PREDICTIONS = REPO / "docs" / "predictions"  # tools/export_predictions.py's com
 ENCODERS = ("random-init", "cpu", "cpu_relpos", "long", "paper")
 REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper_tenth_reference", "paper")
 TASKS = {"decomposition:ud": ("UD", "test LAS"), "decomposition:ner": ("NER", "test F1")}
+PAPER_SCALE_TABLES = {"decomposition:ud": "table2", "decomposition:ner": "table3"}  # the same fine-tunes' tables
 PAPER = {"decomposition:ud": 77.71, "decomposition:ner": 83.40}  # the paper's Wolof µB-M (Tables 2, 3)
 FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes each regime / encoder
     ("pretraining at all (cpu − random-init)", ("cpu", "*"), ("random-init", "*")),
@@ -262,12 +263,24 @@ def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[C
 def recorded_runs(predictions: Path = PREDICTIONS) -> Dict[Tuple[str, str, str], List[dict]]:
     """The committed fine-tunings of the grid's cells, {(table, encoder, regime): [metrics, …]}, from
     ``tools/export_predictions.py``'s folders ``decomposition/<regime>/<ud|ner>/<encoder>/wolof/seed*/``:
-    what a new machine's empty cache still knows of runs that finished elsewhere."""
+    what a new machine's empty cache still knows of runs that finished elsewhere.
+
+    The `paper` encoder's fine-tunes are the paper-scale µB-M file's own steps (experiments/paper and
+    experiments/decomposition/wolof_paper_<regime>.jsonnet share their IDs), so that file's committed
+    seeds, ``gpu-<regime>/<table2|table3>/M/wolof/seed*/``, count too where the grid's folders lack the seed."""
     runs: Dict[Tuple[str, str, str], List[dict]] = {}
     for metrics in sorted((predictions / "decomposition").glob("*/*/*/wolof/seed*/metrics.json")):
         regime, task, encoder = metrics.parts[-6:-3]
         if f"decomposition:{task}" in TASKS and regime in REGIMES and encoder in ENCODERS:
             runs.setdefault((f"decomposition:{task}", encoder, regime), []).append(json.loads(metrics.read_text(encoding="utf-8")))
+    for task, table in PAPER_SCALE_TABLES.items():
+        for regime in REGIMES:
+            key = (task, "paper", regime)
+            have = {run.get("seed") for run in runs.get(key, [])}
+            for metrics in sorted((predictions / f"gpu-{regime}" / table / "M" / "wolof").glob("seed*/metrics.json")):
+                run = json.loads(metrics.read_text(encoding="utf-8"))
+                if run.get("seed") not in have:
+                    runs.setdefault(key, []).append(run)
     return runs
 
 

@@ -77,6 +77,15 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     mixed = decomposition.seeds_so_far(seed_44, cells, recorded)
     assert mixed[("decomposition:ud", "paper", "paper")] == decomposition.SeedsSoFar([(76.19, 76.23), (76.05, 76.01), (77.0, 76.0)], True)
     assert "—<br>3 seeds so far: test 76.41, dev 76.08 † |" in decomposition.markdown(cells, effort, mixed)
+    # The paper-scale µB-M file's committed seeds are the same steps: seed 44 joins 42 and 43 on an empty
+    # cache too; the grid's own folder wins for a seed both hold.
+    for seed, test in {44: 77.0, 42: 1.0}.items():
+        folder = predictions / "gpu-paper" / "table2" / "M" / "wolof" / f"seed{seed}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps({"seed": seed, "primary_metric": "las", "test": {"las": test}, "dev": {"las": 76.0}}))
+    both = decomposition.recorded_runs(predictions)
+    assert sorted(run["seed"] for run in both[("decomposition:ud", "paper", "paper")]) == [42, 43, 44]
+    assert decomposition.seeds_so_far({}, cells, both) == mixed
 
     decomposition.write(cells, effort, decomposition.DOCS)  # the record, then a fresh cache without these cells
     recorded, recorded_effort = decomposition.decomposition_cells(LocalWorkspace(tmp_path / "fresh").dir)
