@@ -45,7 +45,6 @@ import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -439,7 +438,7 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
               f"license_name: \"{facts.get('ud_license', 'unknown')} (treebank); CC BY-SA (Wikipedia text)\"",
               "library_name: transformers", "pipeline_tag: fill-mask",
               "tags: [bert, microbert, syntactic-inductive-bias, low-resource]",
-              f"datasets: [universal_dependencies, wikipedia]", "---", ""]
+              "datasets: [universal_dependencies, wikipedia]", "---", ""]
     # A cell's scale names its fine-tuning (gpu-<regime> for a paper-scale file's, a grid's regime),
     # so one encoder's cells under two regimes read apart.
     marked = [(c, "") for c in downstream] + [(c, EARLIER_MARK) for c in earlier]
