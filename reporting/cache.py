@@ -443,7 +443,7 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
     # so one encoder's cells under two regimes read apart.
     marked = [(c, "") for c in downstream] + [(c, EARLIER_MARK) for c in earlier]
     rows = [f"| {c.task} | {c.scale or '—'} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)}{mark} | {c.metric} |"
-            for c, mark in sorted(marked, key=lambda cm: (cm[0].task or "", cm[0].scale or "", cm[0].seed or 0))]
+            for c, mark in sorted(marked, key=lambda cm: _cell_order(cm[0]))]
     if earlier:
         rows += ["", f"{EARLIER_MARK.strip()} from this release's earlier card: fine-tuned in a cache other than the one that wrote this card."]
     body = [
@@ -496,6 +496,11 @@ EARLIER_MARK = " †"
 DOWNSTREAM_FIELDS = ("task", "scale", "seed", "dev", "test", "metric")
 
 
+def _cell_order(cell: Entry) -> Tuple[str, str, int]:
+    """A downstream cell's place on a card and in downstream.json: task, scale, seed."""
+    return cell.task or "", cell.scale or "", cell.seed or 0
+
+
 def release_downstream(folder: Path) -> List[Entry]:
     """The downstream cells a release records (its downstream.json: task, scale, seed, dev, test and
     metric of each), as cells; none without one."""
@@ -516,7 +521,7 @@ def write_downstream(folder: Path, cells: Sequence[Entry]) -> None:
     from steps.common.releases import DOWNSTREAM_FILE
 
     rows = [{key: getattr(c, key) for key in DOWNSTREAM_FIELDS}
-            for c in sorted(cells, key=lambda c: (c.task or "", c.scale or "", c.seed or 0))]
+            for c in sorted(cells, key=_cell_order)]
     (Path(folder) / DOWNSTREAM_FILE).write_text(json.dumps({"cells": rows}, indent=2) + "\n")
 
 

@@ -45,7 +45,8 @@ PREDICTIONS = REPO / "docs" / "predictions"  # tools/export_predictions.py's com
 ENCODERS = ("random-init", "cpu", "cpu_relpos", "long", "paper")
 REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper_tenth_reference", "paper")
 TASKS = {"decomposition:ud": ("UD", "test LAS"), "decomposition:ner": ("NER", "test F1")}
-PAPER_SCALE_TABLES = {"decomposition:ud": "table2", "decomposition:ner": "table3"}  # the same fine-tunes' tables
+# The paper's table of each grid task: the paper-scale µB-M file's cells there are the grid's `paper` encoder's fine-tunes.
+PAPER_SCALE_TABLES = {"decomposition:ud": "table2", "decomposition:ner": "table3"}
 PAPER = {"decomposition:ud": 77.71, "decomposition:ner": 83.40}  # the paper's Wolof µB-M (Tables 2, 3)
 FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes each regime / encoder
     ("pretraining at all (cpu − random-init)", ("cpu", "*"), ("random-init", "*")),

@@ -830,15 +830,13 @@ def _m_alone_text(cells, scale: str, compared) -> str:
 
 # The authors' earlier published figure for a cell, beside this paper's own (configs/paper_tables.json).
 EARLIER_PUBLISHED = {("table2", "M", "wolof"): (75.69, "Gessler and Zeldes (2022), MicroBERT, UD 2.9")}
-# The decomposition grid's cell that is the same fine-tuning as a paper-scale µB-M cell under one
-# regime: its `paper` encoder (the paper-scale µB-M) under that regime, for Wolof.
-GRID_TABLES = {"table2": "decomposition:ud", "table3": "decomposition:ner"}
-
-
 def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]]:
     """{(table, column, row): {seed: (test, dev, where)}} of the question's cells at ``scale`` that
     have no aggregate yet (their files still have seeds running); a paper-scale µB-M's seeds include
-    the decomposition grid's runs of the same fine-tuning (``where``: "grid")."""
+    the decomposition grid's runs of the same fine-tuning (``where``: "grid"): its `paper` encoder
+    under the scale's regime, for Wolof (decomposition.PAPER_SCALE_TABLES)."""
+    from reporting import decomposition
+
     waiting = {(c.table, c.row, c.column) for c in cells if c.scale == scale and not c.result}  # a table file's cell, no figure yet
     found: Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]] = defaultdict(dict)
     for run in runs:
@@ -846,7 +844,7 @@ def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[
             continue
         key = (run["table"], run["column"], run["row"]) if run["scale"] == scale else None
         if scale.startswith("gpu-") and (run["scale"], run["row"]) == (scale[4:], "paper") and run["column"] == "wolof":
-            table = next((t for t, grid in GRID_TABLES.items() if grid == run["table"]), None)
+            table = decomposition.PAPER_SCALE_TABLES.get(run["table"])
             key = (table, run["column"], "M") if table else None
         if key is None or (key[0], key[2], key[1]) not in waiting:
             continue
