@@ -29,7 +29,6 @@ import csv
 import io
 import json
 import logging
-import os
 import statistics
 import sys
 from dataclasses import dataclass, replace
@@ -399,10 +398,20 @@ def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -
     return out.getvalue()
 
 
+def paper_delta(entry, baseline_entry) -> Optional[float]:
+    """The paper's own difference for one cell: its published value minus its published baseline (µB-M)."""
+    if entry is None or baseline_entry is None or entry.paper is None or baseline_entry.paper is None:
+        return None
+    return entry.paper - baseline_entry.paper
+
+
 def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M") -> bool:
     """Bars of (condition − the baseline row, µB-M) per language with their 95 % paired intervals; a hatched bar has
-    no interval (one seed). False if nothing to plot."""
+    no interval (one seed). A black cross on a bar is the paper's own Δ for that cell (its condition's published value
+    minus its µB-M's), so a reader sees at a glance whether the paper's figure falls inside our interval. False if
+    nothing to plot."""
     languages = [c for c in columns if c != "avg"]
+    paper_baseline = dict(table_rows).get(baseline, [None] * len(languages))
     series = {row: entries[: len(languages)] for row, entries in table_rows
               if row != baseline and any(e.delta and e.delta.mean is not None for e in entries[: len(languages)])}
     if not series:
@@ -421,6 +430,12 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M")
         for bar, (_, d) in zip(bars, shown):
             if d.half_width is None:
                 bar.set_hatch("//")
+        published = [(bar.get_x() + bar.get_width() / 2, paper_delta(entries[i], paper_baseline[i]))
+                     for bar, (i, _) in zip(bars, shown)]
+        published = [(x, y) for x, y in published if y is not None]
+        if published:
+            axis.scatter(*zip(*published), marker="x", color="black", s=18, linewidths=1, zorder=3,
+                         label="paper's Δ" if not any(t.get_label() == "paper's Δ" for t in axis.collections) else None)
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(languages))])
     axis.set_xticklabels([short_title(c) for c in languages])

@@ -433,3 +433,40 @@ def test_results_headline_reads_the_paper_scale_tg_contrast(tmp_path):
     assert "Held-out perplexity: TG − TXL (trees) against the TG paper's +0.6" in headline
     assert "Wolof -10.00 ± 0.00: TG better, its interval excludes 0: against the paper's direction" in headline
     assert "agreement" not in headline
+
+
+def test_delta_plot_marks_the_papers_delta(tmp_path, monkeypatch):
+    """Each plotted bar carries the paper's own Δ for its cell: Wolof µB-MX's published 77.74 minus µB-M's
+    77.71 = +0.03 (the paper's Table 2), drawn at the bar's centre; a cell without a bar gets no cross."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.axes import Axes
+
+    workspace = LocalWorkspace(tmp_path / "ws")
+    files = [_experiment(tmp_path / "wolof_m.json", "M", "wolof", [(1, 70.0), (2, 72.0)]),
+             _experiment(tmp_path / "wolof_mx.json", "MX", "wolof", [(1, 71.0), (2, 74.0)])]
+    for path in files:
+        _run(path, workspace)
+    cells, problems = collect_cells(files, workspace.dir)
+    assert not problems
+
+    drawn, bars = [], []
+    original_scatter, original_bar = Axes.scatter, Axes.bar
+
+    def scatter(self, x, y, *args, **kwargs):
+        drawn.append((list(x), list(y), kwargs.get("label")))
+        return original_scatter(self, x, y, *args, **kwargs)
+
+    def bar(self, x, height, *args, **kwargs):
+        container = original_bar(self, x, height, *args, **kwargs)
+        bars.append([(b.get_x() + b.get_width() / 2, b.get_height()) for b in container])
+        return container
+
+    monkeypatch.setattr(Axes, "scatter", scatter)
+    monkeypatch.setattr(Axes, "bar", bar)
+    written = tables.write_tables(cells, tmp_path / "tables", scales=["cpu"])
+    assert (tmp_path / "tables" / "cpu" / "table2_delta.png") in written["cpu"]
+    assert len(bars) == 1 and [h for _, h in bars[0]] == [pytest.approx(1.5)]  # ours, paired: (+1 + +2) / 2
+    (x,), (y,), label = drawn[0]
+    assert len(drawn) == 1 and label == "paper's Δ"
+    assert x == pytest.approx(bars[0][0][0]) and y == pytest.approx(77.74 - 77.71)
