@@ -779,8 +779,7 @@ def question_deltas(cells, scale: str):
                 continue
             difference = paired_difference(cell.result, m.result)
             shared = sorted(set(cell.result["seeds"]) & set(m.result["seeds"]))
-            ours, base = paper_rows.get(row, {}).get(column), paper_rows.get("M", {}).get(column)
-            published = None if ours is None or base is None else ours - base
+            published = tables.paper_delta(paper_rows, row, column)
             found[(column, row)][table] = (difference, shared, published, cell.recorded or m.recorded)
     language_order = {c: i for i, c in enumerate(tables.paper_values(paper, "table2")[0])}
     return dict(sorted(found.items(), key=lambda item: (language_order.get(item[0][0], 99), item[0][0], item[0][1])))
@@ -877,9 +876,8 @@ def question_so_far(runs, cells, scale: str) -> str:
             delta = ("no shared seed yet" if difference is None else f"{difference.mean:+.2f} (seed {shared[0]}, no interval)"
                      if len(shared) == 1 else f"{_delta_text(difference)} (seeds {_seeds_text(shared)})")
         grid = [seed for seed in sorted(seeds) if seeds[seed][2] == "grid"]
-        published_rows = paper.get(table, {}).get("rows", {})
-        ours, base = published_rows.get(row, {}).get(column), published_rows.get("M", {}).get(column)
-        paper_delta = "—" if row == "M" or ours is None or base is None else f"{ours - base:+.2f}"
+        published = None if row == "M" else tables.paper_delta(paper.get(table, {}).get("rows", {}), row, column)
+        paper_delta = "—" if published is None else f"{published:+.2f}"
         rows.append([short_title(column), labels[table], f"µB-{row}", _seeds_text(list(seeds)) + ("*" if grid else ""),
                      " / ".join(f"{test:.2f}" for test in tests), f"{_mean(tests):.2f}", f"{_mean(devs):.2f}" if devs else "—", delta,
                      paper_delta])

@@ -398,20 +398,21 @@ def to_csv(table: str, scale: str, columns, table_rows, cells: Sequence[Cell]) -
     return out.getvalue()
 
 
-def paper_delta(entry, baseline_entry) -> Optional[float]:
-    """The paper's own difference for one cell: its published value minus its published baseline (µB-M)."""
-    if entry is None or baseline_entry is None or entry.paper is None or baseline_entry.paper is None:
-        return None
-    return entry.paper - baseline_entry.paper
+def paper_delta(paper_rows: Dict[str, Dict[str, Optional[float]]], row: str, column: str,
+                baseline: str = "M") -> Optional[float]:
+    """The paper's own difference for one cell: its published value minus its published baseline's
+    (µB-M's); None where the paper has either figure missing. ``paper_rows``: `paper_values`' rows."""
+    ours, base = paper_rows.get(row, {}).get(column), paper_rows.get(baseline, {}).get(column)
+    return None if ours is None or base is None else ours - base
 
 
-def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M") -> bool:
+def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
+               paper_rows: Optional[Dict[str, Dict[str, Optional[float]]]] = None) -> bool:
     """Bars of (condition − the baseline row, µB-M) per language with their 95 % paired intervals; a hatched bar has
     no interval (one seed). A black cross on a bar is the paper's own Δ for that cell (its condition's published value
     minus its µB-M's), so a reader sees at a glance whether the paper's figure falls inside our interval. False if
     nothing to plot."""
     languages = [c for c in columns if c != "avg"]
-    paper_baseline = dict(table_rows).get(baseline, [None] * len(languages))
     series = {row: entries[: len(languages)] for row, entries in table_rows
               if row != baseline and any(e.delta and e.delta.mean is not None for e in entries[: len(languages)])}
     if not series:
@@ -423,6 +424,7 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M")
 
     figure, axis = plt.subplots(figsize=(1.2 + 1.1 * len(languages) * max(1, len(series)) ** 0.5, 3.2))
     width = 0.8 / len(series)
+    published = []  # (x, the paper's Δ) of each bar whose cell the paper has
     for index, (row, entries) in enumerate(series.items()):
         shown = [(i, e.delta) for i, e in enumerate(entries) if e.delta and e.delta.mean is not None]
         bars = axis.bar([i + index * width for i, _ in shown], [d.mean for _, d in shown], width=width, label=_row_title(row),
@@ -430,12 +432,12 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M")
         for bar, (_, d) in zip(bars, shown):
             if d.half_width is None:
                 bar.set_hatch("//")
-        published = [(bar.get_x() + bar.get_width() / 2, paper_delta(entries[i], paper_baseline[i]))
-                     for bar, (i, _) in zip(bars, shown)]
-        published = [(x, y) for x, y in published if y is not None]
-        if published:
-            axis.scatter(*zip(*published), marker="x", color="black", s=18, linewidths=1, zorder=3,
-                         label="paper's Δ" if not any(t.get_label() == "paper's Δ" for t in axis.collections) else None)
+        for bar, (i, _) in zip(bars, shown):
+            theirs = paper_delta(paper_rows or {}, row, languages[i], baseline)
+            if theirs is not None:
+                published.append((bar.get_x() + bar.get_width() / 2, theirs))
+    if published:
+        axis.scatter(*zip(*published), marker="x", color="black", s=18, linewidths=1, zorder=3, label="paper's Δ")
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(languages))])
     axis.set_xticklabels([short_title(c) for c in languages])
@@ -517,7 +519,7 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
                 target.write_text(text, encoding="utf-8")
                 files.append(target)
             png = directory / f"{stem}_delta.png"
-            if delta_plot(png, full_title, columns, table_rows, difference_baseline(table)[0]):
+            if delta_plot(png, full_title, columns, table_rows, difference_baseline(table)[0], paper_values(paper, table)[2]):
                 files.append(png)
             elif png.exists():
                 png.unlink()  # a plot from an older cache state would now be wrong
