@@ -184,7 +184,7 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
     best_weights: Optional[Dict[str, torch.Tensor]] = None
     checkpoint_path = Path(work_dir) / CHECKPOINT_NAME
     harness = TrainingHarness(checkpoint_path, device, "epoch", CRASH_AFTER_EPOCH_ENV)
-    session_start = time.perf_counter()
+    process_start = time.perf_counter()
     saved = harness.resume(model, task.optimizer, task.scheduler)
     if saved is not None:
         task.batches.load_state_dict(saved["batches"])
@@ -193,9 +193,9 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
         log.info("%s: resuming after epoch %d (checkpoint %s)", task.name, state["epoch"], checkpoint_path)
     elif task.evaluate_before_training and task.evaluate is not None:
         # Epoch 0 is the untrained model: the floor that fine-tuning must beat.
-        if _select(task, state, _evaluate(task), EpochTotals(0.0, 0, 0, 0), time.perf_counter() - session_start, log, tracker):
+        if _select(task, state, _evaluate(task), EpochTotals(0.0, 0, 0, 0), time.perf_counter() - process_start, log, tracker):
             best_weights = snapshot(model)
-        state["loop_seconds"] += time.perf_counter() - session_start
+        state["loop_seconds"] += time.perf_counter() - process_start
 
     per_epoch = task.batches.batches_per_epoch
     progress = Tqdm.tqdm(total=task.epochs * per_epoch, initial=state["epoch"] * per_epoch, desc=f"fine-tuning {task.name}")

@@ -545,7 +545,7 @@ class PretrainMicrobert(Step):
                state, harness: TrainingHarness, run_info, tokenizer_dir, condition, tracker, autocast, watch,
                recompute: Optional[ActivationCheckpointing] = None) -> Path:
         model.train()
-        session_start = time.perf_counter()
+        process_start = time.perf_counter()
         wall_before = state["wall_seconds"]
         window = state["window"]
         progress = Tqdm.tqdm(total=config.max_steps, initial=state["step"], desc=f"pretraining {condition}")
@@ -593,17 +593,17 @@ class PretrainMicrobert(Step):
                         train_loss=window["loss"] / max(window["steps"], 1),
                         tokens_per_second=window["tokens"] / max(window["seconds"], 1e-9),
                         train_tokens=state["train_tokens"],
-                        wall_seconds=wall_before + time.perf_counter() - session_start,
+                        wall_seconds=wall_before + time.perf_counter() - process_start,
                     )
                     state["history"].append(record)
                     window.update(loss=0.0, steps=0, tokens=0, seconds=0.0)
                     self.logger.info("step %d: %s", step, json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
                     tracker.log({f"dev/{k}": v for k, v in record.items() if k != "step"}, step=step)
                 if checkpointing:
-                    state["wall_seconds"] = wall_before + time.perf_counter() - session_start
+                    state["wall_seconds"] = wall_before + time.perf_counter() - process_start
                     harness.save(model, optimizer, scheduler, state=state)
                 harness.boundary(step, config.max_steps, step == config.max_steps, self.logger)
-        state["wall_seconds"] = wall_before + time.perf_counter() - session_start
+        state["wall_seconds"] = wall_before + time.perf_counter() - process_start
         result = self._export(model, tokenizer_dir, run_info, state)
         tracker.summary(json.loads((result / "metrics.json").read_text())["final"])
         return result
