@@ -417,12 +417,16 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
               if row != baseline and any(e.delta and e.delta.mean is not None for e in entries[: len(languages)])}
     if not series:
         return False
+    # A language no condition has a Δ for yet (a corpus variant with only its µB-M) would be an empty group.
+    shown_columns = [i for i in range(len(languages)) if any(e[i].delta and e[i].delta.mean is not None for e in series.values())]
+    languages = [languages[i] for i in shown_columns]
+    series = {row: [entries[i] for i in shown_columns] for row, entries in series.items()}
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(1.2 + 1.1 * len(languages) * max(1, len(series)) ** 0.5, 3.2))
+    figure, axis = plt.subplots(figsize=(max(5.0, 1.2 + 1.1 * len(languages) * max(1, len(series)) ** 0.5), 3.2 + 0.1 * len(series)))
     width = 0.8 / len(series)
     published = []  # (x, the paper's Δ) of each bar whose cell the paper has
     for index, (row, entries) in enumerate(series.items()):

@@ -435,6 +435,43 @@ def test_results_headline_reads_the_paper_scale_tg_contrast(tmp_path):
     assert "agreement" not in headline
 
 
+def _m_and_mx_cells(tmp_path, language: str, m_las, mx_las):
+    """The cached cells of one language's µB-M and µB-MX, seeds 1 and 2, for the Δ-plot tests."""
+    workspace = LocalWorkspace(tmp_path / "ws")
+    files = [_experiment(tmp_path / f"{language}_m.json", "M", language, list(zip((1, 2), m_las))),
+             _experiment(tmp_path / f"{language}_mx.json", "MX", language, list(zip((1, 2), mx_las)))]
+    for path in files:
+        _run(path, workspace)
+    cells, problems = collect_cells(files, workspace.dir)
+    assert not problems
+    return cells
+
+
+def test_delta_plot_leaves_out_languages_without_a_difference(tmp_path, monkeypatch):
+    """A language no condition has a Δ for yet is no empty group on the axis: with only Coptic's µB-M and µB-MX run,
+    Table 2's plot has one group, Coptic, whose bar stands at the first tick."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.axes import Axes
+
+    cells = _m_and_mx_cells(tmp_path, "coptic", (80.0, 82.0), (81.0, 84.0))
+    labels, bars = [], []
+    original_labels, original_bar = Axes.set_xticklabels, Axes.bar
+
+    def set_xticklabels(self, names, *args, **kwargs):
+        labels.append(list(names))
+        return original_labels(self, names, *args, **kwargs)
+
+    def bar(self, x, height, *args, **kwargs):
+        bars.append(list(x))
+        return original_bar(self, x, height, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "set_xticklabels", set_xticklabels)
+    monkeypatch.setattr(Axes, "bar", bar)
+    tables.write_tables(cells, tmp_path / "tables", scales=["cpu"])
+    assert labels == [["Coptic"]] and bars == [[0]]
+
+
 def test_delta_plot_marks_the_papers_delta(tmp_path, monkeypatch):
     """Each plotted bar carries the paper's own Δ for its cell: Wolof µB-MX's published 77.74 minus µB-M's
     77.71 = +0.03 (the paper's Table 2), drawn at the bar's centre; a cell without a bar gets no cross."""
@@ -442,14 +479,7 @@ def test_delta_plot_marks_the_papers_delta(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     from matplotlib.axes import Axes
 
-    workspace = LocalWorkspace(tmp_path / "ws")
-    files = [_experiment(tmp_path / "wolof_m.json", "M", "wolof", [(1, 70.0), (2, 72.0)]),
-             _experiment(tmp_path / "wolof_mx.json", "MX", "wolof", [(1, 71.0), (2, 74.0)])]
-    for path in files:
-        _run(path, workspace)
-    cells, problems = collect_cells(files, workspace.dir)
-    assert not problems
-
+    cells = _m_and_mx_cells(tmp_path, "wolof", (70.0, 72.0), (71.0, 74.0))
     drawn, bars = [], []
     original_scatter, original_bar = Axes.scatter, Axes.bar
 
