@@ -406,6 +406,11 @@ def paper_delta(paper_rows: Dict[str, Dict[str, Optional[float]]], row: str, col
     return None if ours is None or base is None else ours - base
 
 
+def _has_delta(entry) -> bool:
+    """Whether a table entry has a difference from the baseline to draw."""
+    return bool(entry.delta and entry.delta.mean is not None)
+
+
 def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
                paper_rows: Optional[Dict[str, Dict[str, Optional[float]]]] = None) -> bool:
     """Bars of (condition − the baseline row, µB-M) per language with their 95 % paired intervals; a hatched bar has
@@ -414,11 +419,11 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
     nothing to plot."""
     languages = [c for c in columns if c != "avg"]
     series = {row: entries[: len(languages)] for row, entries in table_rows
-              if row != baseline and any(e.delta and e.delta.mean is not None for e in entries[: len(languages)])}
+              if row != baseline and any(_has_delta(e) for e in entries[: len(languages)])}
     if not series:
         return False
     # A language no condition has a Δ for yet (a corpus variant with only its µB-M) would be an empty group.
-    shown_columns = [i for i in range(len(languages)) if any(e[i].delta and e[i].delta.mean is not None for e in series.values())]
+    shown_columns = [i for i in range(len(languages)) if any(_has_delta(e[i]) for e in series.values())]
     languages = [languages[i] for i in shown_columns]
     series = {row: [entries[i] for i in shown_columns] for row, entries in series.items()}
     import matplotlib
@@ -430,7 +435,7 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
     width = 0.8 / len(series)
     published = []  # (x, the paper's Δ) of each bar whose cell the paper has
     for index, (row, entries) in enumerate(series.items()):
-        shown = [(i, e.delta) for i, e in enumerate(entries) if e.delta and e.delta.mean is not None]
+        shown = [(i, e.delta) for i, e in enumerate(entries) if _has_delta(e)]
         bars = axis.bar([i + index * width for i, _ in shown], [d.mean for _, d in shown], width=width, label=_row_title(row),
                         yerr=[float("nan") if d.half_width is None else d.half_width for _, d in shown], capsize=2, error_kw={"linewidth": 0.8})
         for bar, (_, d) in zip(bars, shown):
