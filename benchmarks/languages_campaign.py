@@ -10,11 +10,11 @@ Not run by the tests.
 
 Cells: µB-M, µB-MX, µB-MXPT-SLA and random-init for each language, UD (+ NER for Wolof, Maltese
 and Uyghur), plus Coptic µB-M and µB-MXPT-SLA on the leak-free corpus. Table 2's other seven
-conditions (mp, mt, mpt, mpt_sla, mxp, mxt, mxpt) run where --cells names them. Each cell is one committed file in
-experiments/seeds/ (`<language>_<cell>_3seeds.jsonnet`, rewritten by this script; a cell with a
-5-seed file there already uses it) that calls the builder with seeds=[42, 43, 44]: the data steps,
-the pretrained encoder and seed 42 are the one-seed cpu file's own cache entries (same IDs), so
-only seeds 43 and 44 and their score/aggregate steps are new. The paper tables read
+conditions (mp, mt, mpt, mpt_sla, mxp, mxt, mxpt) run where --cells names them. Each cell is one
+committed file in experiments/seeds/ (`<language>_<cell>_3seeds.jsonnet`, rewritten by this script;
+a cell with a 5-seed file there already uses it) that calls the builder with seeds=[42, 43, 44]:
+the data steps, the pretrained encoder and seed 42 are the one-seed cpu file's own cache entries
+(same IDs), so only seeds 43 and 44 and their score/aggregate steps are new. The paper tables read
 experiments/seeds/ too and show each cell's cached result with the most seeds. Each file is a
 `tango run -j N`; the record (docs/benchmarks/languages_campaign.jsonl) holds per file its wall
 time, and the numbers of cache entries that were there before it ran and that it added.

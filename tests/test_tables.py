@@ -447,29 +447,31 @@ def _m_and_mx_cells(tmp_path, language: str, m_las, mx_las):
     return cells
 
 
+def _spy_axes(monkeypatch, name: str) -> list:
+    """Record each call of matplotlib's ``Axes.<name>`` as (args, kwargs, result); it still draws."""
+    from matplotlib.axes import Axes
+
+    calls, original = [], getattr(Axes, name)
+
+    def spy(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        calls.append((args, kwargs, result))
+        return result
+
+    monkeypatch.setattr(Axes, name, spy)
+    return calls
+
+
 def test_delta_plot_leaves_out_languages_without_a_difference(tmp_path, monkeypatch):
     """A language no condition has a Δ for yet is no empty group on the axis: with only Coptic's µB-M and µB-MX run,
     Table 2's plot has one group, Coptic, whose bar stands at the first tick."""
     import matplotlib
     matplotlib.use("Agg")
-    from matplotlib.axes import Axes
 
     cells = _m_and_mx_cells(tmp_path, "coptic", (80.0, 82.0), (81.0, 84.0))
-    labels, bars = [], []
-    original_labels, original_bar = Axes.set_xticklabels, Axes.bar
-
-    def set_xticklabels(self, names, *args, **kwargs):
-        labels.append(list(names))
-        return original_labels(self, names, *args, **kwargs)
-
-    def bar(self, x, height, *args, **kwargs):
-        bars.append(list(x))
-        return original_bar(self, x, height, *args, **kwargs)
-
-    monkeypatch.setattr(Axes, "set_xticklabels", set_xticklabels)
-    monkeypatch.setattr(Axes, "bar", bar)
+    labels, bars = _spy_axes(monkeypatch, "set_xticklabels"), _spy_axes(monkeypatch, "bar")
     tables.write_tables(cells, tmp_path / "tables", scales=["cpu"])
-    assert labels == [["Coptic"]] and bars == [[0]]
+    assert [list(args[0]) for args, _, _ in labels] == [["Coptic"]] and [list(args[0]) for args, _, _ in bars] == [[0]]
 
 
 def test_delta_plot_marks_the_papers_delta(tmp_path, monkeypatch):
@@ -477,24 +479,12 @@ def test_delta_plot_marks_the_papers_delta(tmp_path, monkeypatch):
     77.71 = +0.03 (the paper's Table 2), drawn at the bar's centre; a cell without a bar gets no cross."""
     import matplotlib
     matplotlib.use("Agg")
-    from matplotlib.axes import Axes
 
     cells = _m_and_mx_cells(tmp_path, "wolof", (70.0, 72.0), (71.0, 74.0))
-    drawn, bars = [], []
-    original_scatter, original_bar = Axes.scatter, Axes.bar
-
-    def scatter(self, x, y, *args, **kwargs):
-        drawn.append((list(x), list(y), kwargs.get("label")))
-        return original_scatter(self, x, y, *args, **kwargs)
-
-    def bar(self, x, height, *args, **kwargs):
-        container = original_bar(self, x, height, *args, **kwargs)
-        bars.append([(b.get_x() + b.get_width() / 2, b.get_height()) for b in container])
-        return container
-
-    monkeypatch.setattr(Axes, "scatter", scatter)
-    monkeypatch.setattr(Axes, "bar", bar)
+    scatters, bar_calls = _spy_axes(monkeypatch, "scatter"), _spy_axes(monkeypatch, "bar")
     written = tables.write_tables(cells, tmp_path / "tables", scales=["cpu"])
+    drawn = [(list(args[0]), list(args[1]), kwargs.get("label")) for args, kwargs, _ in scatters]
+    bars = [[(b.get_x() + b.get_width() / 2, b.get_height()) for b in container] for _, _, container in bar_calls]
     assert (tmp_path / "tables" / "cpu" / "table2_delta.png") in written["cpu"]
     assert len(bars) == 1 and [h for _, h in bars[0]] == [pytest.approx(1.5)]  # ours, paired: (+1 + +2) / 2
     (x,), (y,), label = drawn[0]
