@@ -685,10 +685,12 @@ def parser_against_encoder_section(cells, parser_las: Dict[str, Dict[str, float]
     Where µB-M's cell is the committed record's, so is the parser's figure (the parser of its run)."""
     from steps.evaluate.scoring import format_mean_sd
 
-    paper = tables.paper_values(json.loads(tables.PAPER_TABLES.read_text()), "table2")[2]
+    columns, _, paper = tables.paper_values(json.loads(tables.PAPER_TABLES.read_text()), "table2")
     found = {(c.row, c.column): c for c in cells if c.table == "table2" and c.scale == "cpu" and c.result}
+    rank = {language: i for i, language in enumerate(columns)}  # the paper's column order, whichever source came first
     rows = []
-    for language, figures in parser_las.items():
+    for language in sorted(parser_las, key=lambda language: (rank.get(language, len(rank)), language)):
+        figures = parser_las[language]
         m, random_init = found.get(("M", language)), found.get(("random-init", language))
         if m is None:
             continue

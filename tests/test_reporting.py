@@ -476,6 +476,11 @@ def test_corpus_parser_against_fine_tuned_encoder(tmp_path):
     cells[0].recorded = False
     rows = [line for line in report.parser_against_encoder_section(cells, las).splitlines() if line.startswith("| ")]
     assert rows[1] == "| wolof | 71.49 | 68.50 ± 0.71 | -2.99 | 67.00 ± 0.00 | 77.71 |"
+    # Rows follow the paper's column order, not the order the sources were read in (cache first).
+    cells.append(Cell("table2", "cpu", "M", "maltese", result([70.0, 70.0])))
+    las = {"maltese": {"cache": 74.31}, "wolof": las["wolof"]}
+    rows = [line for line in report.parser_against_encoder_section(cells, las).splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == ["| wolof", "| maltese"]
 
 
 def test_a_step_run_again_that_does_not_reproduce_its_record_shows_both_rows(tmp_path):
