@@ -17,3 +17,24 @@ def test_every_experiment_step_keeps_its_unique_id():
     changed = [f"{file}:{step}: {recorded[file].get(step)} -> {uid}"
                for file, steps in current.items() for step, uid in steps.items() if recorded[file].get(step) != uid]
     assert not changed, f"{len(changed)} step IDs changed, e.g.\n" + "\n".join(changed[:20])
+
+
+def test_tango_resolves_each_steps_postponed_annotations_once_and_as_typing_does():
+    """The compat shim remembers `get_type_hints` per function for Tango's from_params (graph
+    building re-resolved the same signatures once per parameter per object); the hints it gives
+    are typing's own."""
+    import typing
+
+    import tango.common.from_params as from_params
+    from tango import Step
+
+    import steps  # noqa: F401  (applies the shim, registers the steps)
+
+    assert from_params.get_type_hints is not typing.get_type_hints
+    names = Step.list_available()
+    assert len(names) > 20
+    for name in names:
+        run = Step.by_name(name).run
+        hints = from_params.get_type_hints(run)
+        assert hints == typing.get_type_hints(run), name
+        assert from_params.get_type_hints(run) is hints, name  # resolved once

@@ -129,6 +129,35 @@ def _keep_killed_result_writes_incomplete() -> None:
 _keep_killed_result_writes_incomplete()
 
 
+def _resolve_postponed_annotations_once() -> None:
+    # Our step modules postpone annotations (`from __future__ import annotations`), and Tango's
+    # from_params resolves them with `typing.get_type_hints(method)` once per parameter each time
+    # it builds an object, so building the graphs of every experiment file spent over a third of
+    # its time re-resolving the same few signatures. A function's hints do not change: remember
+    # them per function (Tango only reads the returned mapping).
+    import functools
+    import typing
+
+    import tango.common.from_params as from_params
+
+    remembered = functools.lru_cache(maxsize=None)(typing.get_type_hints)
+
+    def get_type_hints(obj, *args, **kwargs):
+        if args or kwargs:
+            return typing.get_type_hints(obj, *args, **kwargs)
+        try:
+            return remembered(obj)
+        except TypeError as error:
+            if "unhashable" not in str(error):
+                raise
+            return typing.get_type_hints(obj)
+
+    from_params.get_type_hints = get_type_hints
+
+
+_resolve_postponed_annotations_once()
+
+
 def _local_cached_path(url_or_filename, **_unused) -> Path:
     """cached_path for local files only: all Tango's `Params.from_file` asks of it here."""
     path = Path(url_or_filename)
