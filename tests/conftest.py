@@ -7,6 +7,15 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
+
+# The suite runs in one pytest-xdist worker per core (pytest.ini). Each worker, and every `tango run`
+# it starts, keeps to one torch thread, so that two workers on two cores do not oversubscribe them.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+
 from tango import Step
 
 REPO = Path(__file__).resolve().parents[1]
