@@ -685,11 +685,12 @@ def parser_against_encoder_section(cells, parser_las: Dict[str, Dict[str, float]
     Where µB-M's cell is the committed record's, so is the parser's figure (the parser of its run)."""
     from steps.evaluate.scoring import format_mean_sd
 
-    columns, _, paper = tables.paper_values(json.loads(tables.PAPER_TABLES.read_text()), "table2")
+    published = json.loads(tables.PAPER_TABLES.read_text())
+    paper = tables.paper_values(published, "table2")[2]
     found = {(c.row, c.column): c for c in cells if c.table == "table2" and c.scale == "cpu" and c.result}
-    rank = {language: i for i, language in enumerate(columns)}  # the paper's column order, whichever source came first
+    rank = language_rank(published)  # the paper's column order, whichever source came first
     rows = []
-    for language in sorted(parser_las, key=lambda language: (rank.get(language, len(rank)), language)):
+    for language in sorted(parser_las, key=rank):
         figures = parser_las[language]
         m, random_init = found.get(("M", language)), found.get(("random-init", language))
         if m is None:
@@ -783,8 +784,14 @@ def question_deltas(cells, scale: str):
             shared = sorted(set(cell.result["seeds"]) & set(m.result["seeds"]))
             published = tables.paper_delta(paper_rows, row, column)
             found[(column, row)][table] = (difference, shared, published, cell.recorded or m.recorded)
-    language_order = {c: i for i, c in enumerate(tables.paper_values(paper, "table2")[0])}
-    return dict(sorted(found.items(), key=lambda item: (language_order.get(item[0][0], 99), item[0][0], item[0][1])))
+    rank = language_rank(paper)
+    return dict(sorted(found.items(), key=lambda item: (rank(item[0][0]), item[0][1])))
+
+
+def language_rank(paper: dict):
+    """A sort key putting languages in the paper's Table 2 column order, any others after them by name."""
+    order = {language: i for i, language in enumerate(tables.paper_values(paper, "table2")[0])}
+    return lambda language: (order.get(language, len(order)), language)
 
 
 def _delta_text(difference) -> str:
