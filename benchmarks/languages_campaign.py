@@ -83,8 +83,10 @@ def cell_file(language: str, name: str, write: bool = True, prefer_five: bool = 
 
 
 def cached_entries(workspace: Path) -> set:
+    """Unique IDs of the completed cache entries: Tango writes an entry's metadata file last, so the
+    folder a stopped run left behind without one is not a result and counts as not there."""
     cache = workspace / "cache"
-    return {p.name for p in cache.iterdir()} if cache.is_dir() else set()
+    return {p.parent.name for p in cache.glob("*/cache-metadata.json")} if cache.is_dir() else set()
 
 
 def run_and_record(files, jobs: int, workspace: Path, note: str, record_path: Path, step_names=()) -> list:

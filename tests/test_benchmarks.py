@@ -68,6 +68,28 @@ def test_language_campaign_files_are_committed_as_generated():
         assert campaign.cell_file(language, name, write=False).read_text(encoding="utf-8") == campaign.cell_text(language, name)
 
 
+def test_campaign_counts_only_completed_cache_entries(tmp_path):
+    """A stopped run leaves a step's folder without its result: the campaign record must count that step
+    as added by the run that completes it, not as already there."""
+    from tango import Step
+    from tango.step_caches import LocalStepCache
+
+    from benchmarks.languages_campaign import cached_entries
+
+    class Double(Step):
+        def run(self, x: int) -> int:  # type: ignore[override]
+            return 2 * x
+
+    assert cached_entries(tmp_path) == set()
+    cache = LocalStepCache(tmp_path / "cache")
+    done, stopped = Double(x=1), Double(x=2)
+    cache[done] = 2
+    (cache.step_dir(stopped) / "work").mkdir(parents=True)  # what a run stopped mid-step leaves
+    assert cached_entries(tmp_path) == {done.unique_id}
+    cache[stopped] = 4
+    assert cached_entries(tmp_path) == {done.unique_id, stopped.unique_id}
+
+
 def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_path, capsys):
     """The GPU lever rows (bf16 autocast × fused AdamW) run through the same code on CPU, for every
     condition family: a dtype clash under autocast fails here, not in a GPU job."""
