@@ -17,7 +17,7 @@ the data steps, the pretrained encoder and seed 42 are the one-seed cpu file's o
 (same IDs), so only seeds 43 and 44 and their score/aggregate steps are new. The paper tables read
 experiments/seeds/ too and show each cell's cached result with the most seeds. Each file is a
 `tango run -j N`; the record (docs/benchmarks/languages_campaign.jsonl) holds per file its wall
-time, and the numbers of cache entries that were there before it ran and that it added.
+time, and the numbers of completed cache entries that were there before it ran and that it added.
 
 Cost, estimated from data sizes against the measured Wolof cell (41 min cold on 2 cores: parser
 15, parse 5, pretraining 10, UD+NER fine-tuning ~6 per seed, random-init cell 8):
