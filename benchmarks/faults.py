@@ -44,6 +44,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from reporting.cache import cache_dirs  # noqa: E402
+
 DEFAULT_EXPERIMENT = "experiments/smoke/wolof_mxpt_sla.jsonnet"
 OUTPUT = REPO / "docs" / "benchmarks" / "faults.json"
 STARTING = re.compile(r'Starting step "([^"]+)"')
@@ -191,11 +196,6 @@ def run_trial(experiment: Path, workspace: Path, logs: Path, kinds: Dict[str, st
 # ------------------------------------------------------------------------------ comparing entries
 
 
-def complete_entries(workspace: Path) -> Dict[str, Path]:
-    """Unique ID → step directory, for every entry Tango treats as complete."""
-    return {meta.parent.name: meta.parent for meta in (workspace / "cache").glob("*/cache-metadata.json")}
-
-
 def normalised(value: Any, workspace: Path) -> Any:
     import torch
 
@@ -264,7 +264,7 @@ def compare_entry(ours: Path, clean: Path, ours_ws: Path, clean_ws: Path) -> Opt
 
 
 def compare_workspaces(trial_ws: Path, clean_ws: Path) -> Dict[str, Any]:
-    ours, clean = complete_entries(trial_ws), complete_entries(clean_ws)
+    ours, clean = cache_dirs(trial_ws), cache_dirs(clean_ws)
     differing = {}
     for unique_id in sorted(set(ours) & set(clean)):
         problem = compare_entry(ours[unique_id], clean[unique_id], trial_ws, clean_ws)

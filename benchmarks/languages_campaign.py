@@ -40,6 +40,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from reporting.cache import cache_dirs  # noqa: E402
+
 FOLDER = REPO / "experiments" / "seeds"
 LANGUAGES = ("wolof", "coptic", "maltese", "uyghur", "ancient_greek")
 # cell name → (condition or None for random-init, corpus variant or None)
@@ -83,10 +88,9 @@ def cell_file(language: str, name: str, write: bool = True, prefer_five: bool = 
 
 
 def cached_entries(workspace: Path) -> set:
-    """Unique IDs of the completed cache entries: Tango writes an entry's metadata file last, so the
-    folder a stopped run left behind without one is not a result and counts as not there."""
-    cache = workspace / "cache"
-    return {p.parent.name for p in cache.glob("*/cache-metadata.json")} if cache.is_dir() else set()
+    """Unique IDs of the completed cache entries: a folder a stopped run left behind without Tango's
+    metadata file is not a result and counts as not there."""
+    return set(cache_dirs(workspace))
 
 
 def run_and_record(files, jobs: int, workspace: Path, note: str, record_path: Path, step_names=()) -> list:
