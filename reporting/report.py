@@ -1104,13 +1104,14 @@ def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], f
         again = {**_test_by_seed(sorted((committed / scale / table / "M" / "wolof").glob("seed*/metrics.json"))),
                  **_test_by_seed(Path(r) / "metrics.json" for r in results if r is not None and (Path(r) / "metrics.json").exists())}
         shared = sorted(set(before) & set(again))
+        regime = f"`{scale.removeprefix('gpu-')}`"
         if not shared:
-            rows.append((task, "—", "—", "—", "—", "none yet"))
+            rows.append((task, regime, "—", "—", "—", "—", "none yet"))
             continue
         values = [again[seed] - before[seed] for seed in shared]
         difference = significance.interval(values)
         differences.append((task, difference, values))
-        rows.append((task, ", ".join(f"{seed}: {before[seed]:.2f}" for seed in shared),
+        rows.append((task, regime, ", ".join(f"{seed}: {before[seed]:.2f}" for seed in shared),
                      ", ".join(f"{seed}: {again[seed]:.2f}" for seed in shared),
                      f"{statistics.fmean(before[s] for s in shared):.2f} / {statistics.fmean(again[s] for s in shared):.2f}",
                      difference.text(), f"{len(shared)}"))
@@ -1138,11 +1139,12 @@ def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], f
             "seed (the first on one GPU, its encoder then lost; the second resumed its own checkpoints across GPU jobs, "
             "releases/wolof/m-paper-s42). The first pretraining's fine-tuned cells are committed under "
             f"`{first}/`; the second's are the runs of the same steps and seeds (this cache's, else `{committed}/`). "
-            "Δ ± 95% CI: again − first, "
+            "Each task is compared under the fine-tuning regime of its first cells (configs/scales.libsonnet), which for "
+            "NER is not the `paper` regime of Table 3's paper-scale cells. Δ ± 95% CI: again − first, "
             f"paired by seed.{losses} "
             + ("Verdict: " + "; ".join(verdicts) + "." if verdicts else "No seed of the second pretraining is fine-tuned in this cache yet.")
             + "\n\n")
-    return head + markdown_table(["task", "first pretraining, by seed", "pretrained again, by seed", "mean (first / again)",
+    return head + markdown_table(["task", "fine-tuning regime", "first pretraining, by seed", "pretrained again, by seed", "mean (first / again)",
                                   "Δ ± 95% CI", "seeds"], rows)
 
 

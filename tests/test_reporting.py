@@ -296,8 +296,8 @@ def test_the_encoder_pretrained_again_is_compared_seed_by_seed_with_the_first(tm
     assert "Dev MLM loss by step, first / again: 10,000: 4.082 / 4.111; 62,500: 3.011 / 3.010." in text
     rows = [line for line in text.splitlines() if line.startswith("| UD") or line.startswith("| NER")]
     # UD: seeds 42, 43 shared (44 not run again): differences 1.0 and 0.5, mean 0.75, t(1) 12.706 × 0.3536 / √2.
-    assert rows == ["| UD parsing, test LAS | 42: 74.00, 43: 75.00 | 42: 75.00, 43: 75.50 | 74.50 / 75.25 | +0.75 ± 3.18 | 2 |",
-                    "| NER, test F1 | 42: 88.00, 43: 89.00 | 42: 88.00, 43: 89.00 | 88.50 / 88.50 | +0.00 ± 0.00 | 2 |"]
+    assert rows == ["| UD parsing, test LAS | `paper_tenth` | 42: 74.00, 43: 75.00 | 42: 75.00, 43: 75.50 | 74.50 / 75.25 | +0.75 ± 3.18 | 2 |",
+                    "| NER, test F1 | `cpu_x2` | 42: 88.00, 43: 89.00 | 42: 88.00, 43: 89.00 | 88.50 / 88.50 | +0.00 ± 0.00 | 2 |"]
     assert "UD parsing, test LAS: not bit-identical, within seed noise" in text and "NER, test F1: bit-identical" in text
     assert "not available" in report.pretrained_again_section(tmp_path, [], first)
 
