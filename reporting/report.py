@@ -592,7 +592,7 @@ def tables_section(cells, problems) -> str:
 
 def related_section(cells) -> str:
     """The related-biases and MLM-accuracy tables as `python -m reporting.tables` writes them."""
-    note = ("Syntax-guided attention (seed 001) and Edman et al.'s local MLMs (seed 003) as µBERT conditions, from "
+    note = ("Syntax-guided attention (Ahmad et al.) and Edman et al.'s local MLMs as µBERT conditions, from "
             "`experiments/related/` (`python -m reporting.tables`: `docs/tables/<scale>/related.md`, `mlm_accuracy.md` "
             "and their CSVs; `benchmarks/related_campaign.py` runs the cells and records each file's wall time in "
             "`docs/benchmarks/related_campaign.jsonl`).\n\n")

@@ -272,7 +272,7 @@ def to_markdown(title: str, columns, table_rows, baseline: str = "µB-M") -> str
 
 def ranking_markdown(table: str, columns, table_rows) -> str:
     """For the tables outside the paper's (`LOCAL_TABLES`): each column's rows, best first, so the
-    ranking stands beside the seed paper's finding under it."""
+    ranking stands beside the related paper's finding under it."""
     if table not in LOCAL_TABLES:
         return ""
     lower = LOCAL_TABLES[table]["lower_is_better"]
@@ -287,7 +287,7 @@ def ranking_markdown(table: str, columns, table_rows) -> str:
 
 def contrast_markdown(table: str, columns, table_rows) -> str:
     """For a local table with a "paper_contrast": each column's paired difference read against the
-    seed paper's: which model it favours, whether its interval excludes 0, and whether that is the
+    related paper's: which model it favours, whether its interval excludes 0, and whether that is the
     paper's direction ("" without a difference)."""
     spec = LOCAL_TABLES.get(table, {})
     if "paper_contrast" not in spec:
@@ -554,7 +554,7 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
 
 # The related-biases table: UD LAS, NER F1 and MLM accuracy of every row the related
 # experiment files produce (experiments/related/), by condition name, so a new bias's rows (e.g.
-# syntax-guided attention, G) appear once its files exist.  Beside it, each seed paper's finding.
+# syntax-guided attention, G) appear once its files exist.  Beside it, each related paper's finding.
 RELATED_COLUMNS = (("related:ud", "UD LAS"), ("related:ner", "NER F1"), ("mlm:accuracy", "MLM acc."))
 MLM_COLUMNS = (("mlm:accuracy", "all"), ("mlm:bin1", "bin 1 (rarest)"), ("mlm:bin2", "bin 2"), ("mlm:bin3", "bin 3"),
                ("mlm:bin4", "bin 4"), ("mlm:bin5", "bin 5"), ("mlm:word_completion", "word completion"))
@@ -582,7 +582,7 @@ def corpus_overlap_note(scale: str, path: Path = CORPUS_OVERLAP_JSONL) -> str:
 
 
 SEED_FINDINGS = {
-    "A": "Edman et al. (seed 003), band attention NLM-A: below NLM-C on MLM accuracy (and worse as the "
+    "A": "Edman et al., band attention NLM-A: below NLM-C on MLM accuracy (and worse as the "
          "window grows), but the best model downstream (NLI, POS), since the band stays on at fine-tuning.",
     "C": "Edman et al., limited context NLM-C: the best neural MLM accuracy, close to the trigram LM with "
          "10k sentences (also on rare-word bins and word completion), but weaker than NLM-A downstream: "
@@ -590,13 +590,13 @@ SEED_FINDINGS = {
     "H": "Edman et al., n-gram soft labels NLM-H: better than the plain NLM on MLM accuracy and downstream, "
          "less than NLM-A / NLM-C.",
     "ngram": "Edman et al.: with 10k sentences a trigram LM beats a Transformer on MLM accuracy by a wide margin.",
-    "G": "Ahmad et al. (seed 001), syntax-augmented mBERT: GAT syntax heads + structural probe improve "
+    "G": "Ahmad et al., syntax-augmented mBERT: GAT syntax heads + structural probe improve "
          "cross-lingual transfer by 1.4 (PAWS-X) and 1.6 (MLQA) points on average, more in generalized transfer.",
 }
 
 
 def _related_family(row: str) -> Optional[str]:
-    """Which seed paper a related row comes from: A/C/H (Edman et al.), G (Ahmad et al.), or None."""
+    """Which related paper a related row comes from: A/C/H (Edman et al.), G (Ahmad et al.), or None."""
     if row.endswith(("-A5", "-A9", "-A13")):
         return "A"
     if row[:1] == "C" and row[1:].isdigit():
@@ -616,7 +616,7 @@ def related_rows(cells: Sequence[Cell], scale: str, tables: Sequence[str]) -> Li
     return [r for r in ("M", "random-init") if r in found] + sorted(found - {"M", "random-init"})
 
 
-# The seed papers' related experiments are on Wolof; other languages get a column once
+# The related-bias experiments run on Wolof; other languages get a column once
 # one of their cells is cached, so an empty table is one language wide, not five.
 RELATED_DEFAULT_LANGUAGES = ("wolof",)
 
@@ -646,7 +646,7 @@ def _related_delta(by_key, table: str, row: str, language: str) -> Optional[Diff
 
 def _ranking_lines(by_key, languages, rows, column) -> List[str]:
     """The rows ordered by their mean in the table's first column, per language, to set beside the
-    seed papers' findings (e.g. Edman et al.'s NLM < NLM-H < NLM-A < NLM-C ≈ SLM)."""
+    related papers' findings (e.g. Edman et al.'s NLM < NLM-H < NLM-A < NLM-C ≈ SLM)."""
     table, name = column
     lines = []
     for language in languages:
@@ -680,7 +680,7 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
     lines += _ranking_lines(by_key, languages, rows, columns[0])
     families = list(dict.fromkeys(f for f in map(_related_family, rows) if f in SEED_FINDINGS))
     if families:
-        lines += ["", "What each seed paper found, for comparison:", ""]
+        lines += ["", "What each related paper found, for comparison:", ""]
         lines += [f"- {', '.join(_row_title(r) for r in rows if _related_family(r) == family)}: {SEED_FINDINGS[family]}"
                   for family in families]
     if not deltas:

@@ -234,7 +234,7 @@ def test_related_table_shows_languages_with_results_and_each_finding_once():
     text = tables.related_markdown(empty, "cpu", title="Related")
     assert "Maltese" not in text and "| model (mean ± sd over seeds) | Wolof UD LAS | Wolof NER F1 | Wolof MLM acc. |" in text
     assert "not in this cache" in text
-    assert text.count("NLM-A:") == 1 and "- µB-M-A5, µB-M-A9: Edman et al. (seed 003)" in text
+    assert text.count("NLM-A:") == 1 and "- µB-M-A5, µB-M-A9: Edman et al." in text
     filled = empty + [cell("related:ud", "M", "maltese", 80.0), cell("related:ud", "M-A5", "maltese", 81.0)]
     text = tables.related_markdown(filled, "cpu", title="Related")
     assert "Wolof" not in text and "| µB-M-A5 | 81.00 ± 1.00 | — | — |" in text
