@@ -3,7 +3,7 @@
 The JSON transcribes Tables 2, 3, 4, 7, 8, 9 of "Syntactic Inductive Bias in
 Transformer Language Models: Especially Helpful for Low-Resource Languages?"
 from the OCR'd paper text: the file ``_source.file`` names, in the papers folder
-(``$SIB_PAPERS_DIR``, by default ``papers/`` beside the data root, as in ../shared).
+(``$SIB_PAPERS_DIR``, by default ``papers/`` beside the data root).
 """
 import json
 import math
