@@ -334,6 +334,12 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
     elif any(c.recorded for c in by_key.values()) or any(f.recorded for f in shown_so_far):
         lines += ["", "† not in the cache that wrote this: the committed record's value (docs/decomposition/, "
                       "a cell's seeds so far: docs/predictions/), kept."]
+    if any(c.recorded and encoder == "paper" for (_, encoder, _), c in by_key.items()):
+        # Same step ID, two pretrainings: a record cell does not say which one it was fine-tuned from.
+        lines += ["", "The record's `paper` encoder is the paper-scale µB-M's first pretraining in the cells run before "
+                      "that encoder was lost, and the released one (releases/wolof/m-paper-s42, that of the paper-scale "
+                      "Tables 2 and 3) in those run since (docs/predictions/README.md; the two are compared in "
+                      "\"µB-M pretrained again at the paper's scale\")."]
     files_text = ", ".join(f"`{p.name}`" for p in files()[:2])
     lines += ["", f"Cells: `tango run experiments/decomposition/<file>` ({len(files())} files, e.g. {files_text}; "
               "decomposition.libsonnet there says what each encoder and regime is); the random-init, cpu and cpu_relpos "

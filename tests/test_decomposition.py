@@ -2,6 +2,7 @@
 paired difference a hand computation gives, the effort fine-tuning used, and the record kept (†)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -95,6 +96,10 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     assert recorded_effort[("decomposition:ud", "cpu", "paper_tenth")] == pytest.approx((5000, 15, True))
     every = decomposition.markdown(recorded, recorded_effort)  # every figure the record's: said once, no †
     assert "62.00 ± 1.00<br>" in every and "†" not in every and "Provenance: every figure is the committed record" in every
+    # Only a recorded `paper`-encoder cell brings the note on which pretraining of that encoder it was fine-tuned from.
+    assert "first pretraining" not in every and "first pretraining" not in text
+    cpu_cell = next(c for c in recorded if c.result and c.row == "cpu" and c.scale == "cpu")
+    assert "first pretraining" in decomposition.markdown([*recorded, dataclasses.replace(cpu_cell, row="paper")], recorded_effort)
 
 
 def test_dev_curves_average_each_cells_seeds_and_the_figure_is_drawn_from_the_cache(tmp_path, monkeypatch):
