@@ -581,7 +581,7 @@ def corpus_overlap_note(scale: str, path: Path = CORPUS_OVERLAP_JSONL) -> str:
             + ". A model may recall such a sentence rather than predict it, an n-gram model most of all.")
 
 
-SEED_FINDINGS = {
+RELATED_FINDINGS = {
     "A": "Edman et al., band attention NLM-A: below NLM-C on MLM accuracy (and worse as the "
          "window grows), but the best model downstream (NLI, POS), since the band stays on at fine-tuning.",
     "C": "Edman et al., limited context NLM-C: the best neural MLM accuracy, close to the trigram LM with "
@@ -678,10 +678,10 @@ def related_markdown(cells: Sequence[Cell], scale: str, columns=RELATED_COLUMNS,
     if note:
         lines += ["", note + (corpus_overlap_note(scale) if columns == MLM_COLUMNS else "")]
     lines += _ranking_lines(by_key, languages, rows, columns[0])
-    families = list(dict.fromkeys(f for f in map(_related_family, rows) if f in SEED_FINDINGS))
+    families = list(dict.fromkeys(f for f in map(_related_family, rows) if f in RELATED_FINDINGS))
     if families:
         lines += ["", "What each related paper found, for comparison:", ""]
-        lines += [f"- {', '.join(_row_title(r) for r in rows if _related_family(r) == family)}: {SEED_FINDINGS[family]}"
+        lines += [f"- {', '.join(_row_title(r) for r in rows if _related_family(r) == family)}: {RELATED_FINDINGS[family]}"
                   for family in families]
     if not deltas:
         return "\n".join(lines) + "\n"
