@@ -866,7 +866,7 @@ def question_so_far(runs, cells, scale: str) -> str:
     """The question's cells at ``scale`` whose other seeds are still running: each condition's finished
     seeds and its difference from µB-M over the seeds both have, so that a long regime's answer shows as
     its seeds come in; the µB-M row beside the authors' published figures."""
-    from reporting.significance import paired_difference
+    from reporting.significance import paired_difference, welch_difference
 
     found = _finished_seeds(runs, cells, scale)
     if not any(row != "M" for _, _, row in found):
@@ -884,6 +884,9 @@ def question_so_far(runs, cells, scale: str) -> str:
             difference = paired_difference(as_result(seeds), as_result(base)) if shared else None
             delta = ("no shared seed yet" if difference is None else f"{difference.mean:+.2f} (seed {shared[0]}, no interval)"
                      if len(shared) == 1 else f"{_delta_text(difference)} (seeds {_seeds_text(shared)})")
+            if len(shared) < 2 and len(seeds) > 1 and len(base) > 1:  # no paired interval yet: the unpaired one beside it
+                delta += "; all seeds: " + welch_difference([seeds[seed][0] for seed in sorted(seeds)],
+                                                            [base[seed][0] for seed in sorted(base)]).text()
         grid = [seed for seed in sorted(seeds) if seeds[seed][2] == "grid"]
         published = None if row == "M" else tables.paper_delta(paper.get(table, {}).get("rows", {}), row, column)
         paper_delta = "—" if published is None else f"{published:+.2f}"
@@ -1207,7 +1210,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
              "masked-LM µB-M, reproduced here at reduced (`cpu`) and paper-like (`gpu-…`) scales. The paper's question "
              "comes first, then the headline findings and the paper's tables; the decomposition of the Wolof gap, "
              "the corpora, parsers and pretraining runs follow. \"± sd\": the sample standard deviation over "
-             "fine-tuning seeds; \"± 95% CI\": a paired t-interval over shared seeds. Provenance: each table says "
+             "fine-tuning seeds; \"± 95% CI\": a paired t-interval over shared seeds (Welch's unpaired one where marked \"unpaired\"). Provenance: each table says "
              "whether its figures come from the cache that wrote this report or from the committed record (docs/tables/, "
              "docs/decomposition/, docs/predictions/); † marks a record figure only in a table that mixes both. "
              f"Engineering figures (throughput, pace, loader, step benchmarks, wall times) are in [{ENGINEERING}]({ENGINEERING}); "

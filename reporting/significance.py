@@ -4,7 +4,9 @@ For seeds s shared by both cells, d_s = condition_s − M_s; the interval is mea
 · sd(d) / √n. Pairing removes what one seed's fine-tuning does to both cells alike. When one cell has
 more seeds (µB-M at 42–46, a condition at 42–44), the pair is taken over the shared seeds and the
 figure says how many; a cell pair with no seed in common is reported as unpaired, never paired by
-position.
+position. Where too few seeds are shared for a paired interval, `welch_difference` compares the two
+cells' means over all their seeds (Welch's unpaired t-interval), said as such: it leaves in both
+variances what a seed does to both cells alike, which pairing removes.
 """
 from __future__ import annotations
 
@@ -79,3 +81,18 @@ def interval(differences: Sequence[float]) -> Difference:
     if n == 1:
         return Difference(mean, None, 1, "1 seed, no interval")
     return Difference(mean, t_quantile_975(n - 1) * statistics.stdev(differences) / math.sqrt(n), n)
+
+
+def welch_difference(condition: Sequence[float], baseline: Sequence[float]) -> Difference:
+    """mean(condition) − mean(baseline) with Welch's 95 % interval, unpaired: half-width t(0.975, ν) ·
+    √(s₁²/n₁ + s₂²/n₂), ν the Welch–Satterthwaite degrees of freedom rounded down (the wider interval)."""
+    n1, n2 = len(condition), len(baseline)
+    mean = statistics.fmean(condition) - statistics.fmean(baseline)
+    note = f"unpaired, Welch, {n1} vs {n2} seeds"
+    if n1 < 2 or n2 < 2:
+        return Difference(mean, None, min(n1, n2), note + ", no interval")
+    a, b = statistics.variance(condition) / n1, statistics.variance(baseline) / n2
+    if a + b == 0:
+        return Difference(mean, 0.0, min(n1, n2), note)
+    df = (a + b) ** 2 / (a * a / (n1 - 1) + b * b / (n2 - 1))
+    return Difference(mean, t_quantile_975(max(1, math.floor(df))) * math.sqrt(a + b), min(n1, n2), note)

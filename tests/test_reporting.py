@@ -15,7 +15,7 @@ from tango.workspaces import LocalWorkspace
 from reporting import report, tables
 from reporting.cells import Cell, record_cells
 from reporting.graphs import REPO, FileGraph, load_graphs, scale_label, scales_of_steps
-from reporting.significance import T_975, interval, paired_difference, t_quantile_975
+from reporting.significance import T_975, interval, paired_difference, t_quantile_975, welch_difference
 from test_tables import _experiment, _run
 
 
@@ -353,6 +353,26 @@ def test_paired_interval_by_hand():
     assert paired_difference({"seeds": [1, 9], "test": {"values": [71.5, 0.0]}}, m).text() == "+1.40 (1 shared seed, 1 seed, no interval)"
     assert paired_difference({"seeds": [1], "test": {"values": None}}, m).mean is None
     assert statistics.fmean(differences) == pytest.approx(mean)
+
+
+def test_welch_interval_by_hand():
+    """Unpaired: the difference of means ± t(0.975, ⌊ν⌋)·√(s₁²/n₁ + s₂²/n₂), ν by Welch–Satterthwaite; its
+    coverage checked on the t density; a seed that moves both cells alike stays in it, not in the paired one."""
+    sla, m = [77.00, 75.88, 76.40], [76.19, 76.05, 76.71, 75.90]
+    v1, v2 = statistics.variance(sla) / 3, statistics.variance(m) / 4
+    nu = (v1 + v2) ** 2 / (v1 ** 2 / 2 + v2 ** 2 / 3)
+    assert 2 < nu < 5
+    found = welch_difference(sla, m)
+    assert found.mean == pytest.approx(sum(sla) / 3 - sum(m) / 4)
+    assert _t_coverage(found.half_width / math.sqrt(v1 + v2), math.floor(nu)) == pytest.approx(0.95, abs=1e-5)
+    assert found.text() == f"{found.mean:+.2f} ± {found.half_width:.2f} (unpaired, Welch, 3 vs 4 seeds)"
+    assert welch_difference([1.0], m).text().endswith("(unpaired, Welch, 1 vs 4 seeds, no interval)")
+    assert welch_difference([2.0, 2.0], [1.0, 1.0]).text() == "+1.00 ± 0.00 (unpaired, Welch, 2 vs 2 seeds)"
+    # a seed that moves both cells alike: pairing removes it, the unpaired interval keeps it
+    base, shifted = [70.0, 72.0, 74.0], [70.6, 72.4, 74.5]
+    paired = paired_difference({"seeds": [1, 2, 3], "test": {"values": shifted}}, {"seeds": [1, 2, 3], "test": {"values": base}})
+    assert welch_difference(shifted, base).mean == pytest.approx(paired.mean)
+    assert welch_difference(shifted, base).half_width > 10 * paired.half_width
 
 
 def test_update_docs_keeps_the_report_rows_the_cache_lacks():
@@ -790,6 +810,11 @@ def test_the_papers_question_shows_the_seeds_finished_so_far_of_cells_still_runn
     assert "Seeds finished so far at `gpu-paper`" in text
     assert "| Wolof | UD LAS | µB-M | 42–44* | 76.19 / 76.05 / 76.50 | 76.25 | 76.05 | — | — |" in text
     assert "| Wolof | UD LAS | µB-MXPT-SLA | 44 | 75.50 | 75.50 | 75.30 | -1.00 (seed 44, no interval) | -0.82 |" in text
+    # two seeds of the condition, one shared: the unpaired interval over all seeds goes beside the one pair
+    runs.append(run("gpu-paper", "table2", "MXPT-SLA", 45, 76.7, 76.0))
+    welch = welch_difference([75.5, 76.7], [76.19, 76.05, 76.5]).text()
+    assert f"| 44, 45 | 75.50 / 76.70 | 76.10 | 75.65 | -1.00 (seed 44, no interval); all seeds: {welch} | -0.82 |" in report.question_section(cells, runs)
+    runs.pop()
     assert "seeds 42, 43: the decomposition grid's runs of the same fine-tuning" in text
     assert "the authors published 75.69 (Gessler and Zeldes (2022), MicroBERT, UD 2.9) and 77.71 (this paper's Table 2, most likely a dev figure)" in text
     assert "NER F1 | µB-M" not in text.split("Seeds finished so far")[1] and "M-long" not in text
