@@ -501,6 +501,13 @@ def test_corpus_parser_against_fine_tuned_encoder(tmp_path):
     las = {"maltese": {"cache": 74.31}, "wolof": las["wolof"]}
     rows = [line for line in report.parser_against_encoder_section(cells, las).splitlines() if line.startswith("| ")]
     assert [row.split(" | ")[0] for row in rows[1:]] == ["| wolof", "| maltese"]
+    # The record's own pairing wins over the order of its ‡ rows (three runs of one step: the cache's,
+    # reproducing the run behind the committed cells exactly, and two others).
+    recorded = "\n".join(["# Results", "", f"## {report.PARSER_AGAINST_ENCODER}", "", "note", "",
+                           "| language | corpus parser | µB-M (± sd) |", "|---|---|---|", "| wolof | 71.68 † | 68.51 ± 0.36 † |", "",
+                           f"## {report.CORPUS_PARSERS}", "", "| language | backend | test LAS |", "|---|---|---|",
+                           "| wolof | stanza | 71.68 |", "| wolof ‡ | stanza | 72.03 |", "| wolof ‡ | stanza | 72.08 |", ""])
+    assert report.corpus_parser_las(LocalWorkspace(tmp_path / "ws"), recorded) == {"wolof": {"record": 71.68}}
 
 
 def test_a_step_run_again_that_does_not_reproduce_its_record_shows_both_rows(tmp_path):
@@ -807,7 +814,7 @@ def test_the_papers_question_shows_the_seeds_finished_so_far_of_cells_still_runn
              for row in ("M", "MX")] + [Cell("table2", "gpu-paper", row, "wolof") for row in ("M", "MXPT-SLA")]  # cells still running
     runs.append(run("gpu-paper", "table2", "M-long", 44, 70.0, 70.0))  # a grid's run, no table file's cell: not the question's
     text = report.question_section(cells, runs)
-    assert "Seeds finished so far at `gpu-paper`" in text
+    assert "Seeds finished so far at `gpu-paper`" in text and "| Δ from µB-M ± 95% CI (paired over shared seeds, else marked unpaired) |" in text
     assert "| Wolof | UD LAS | µB-M | 42–44* | 76.19 / 76.05 / 76.50 | 76.25 | 76.05 | — | — |" in text
     assert "| Wolof | UD LAS | µB-MXPT-SLA | 44 | 75.50 | 75.50 | 75.30 | -1.00 (seed 44, no interval) | -0.82 |" in text
     # two seeds of the condition, one shared: the unpaired interval over all seeds goes beside the one pair
