@@ -624,15 +624,10 @@ def tg_budget_section(workspace_dir: Path, graphs: Sequence[FileGraph], recorded
     header = ["scale", "language", "seed", "model", "steps", "stopped by", "kept step", "its dev point (ppl)", "dev words",
               "device"]
     rows = {}
-    lines = report_sections(recorded).get(TG_BUDGETS, "").splitlines() if recorded else []
-    table = _first_table(lines)
-    if table is not None:
-        names = _cells(lines[table[0]])
-        for line in lines[table[0] + 2:table[1]]:
-            row = dict(zip(names, _cells(line)))
-            # Rows from before checkpoint selection kept their last step's weights.
-            row.setdefault("kept step", row.get("steps")), row.setdefault("its dev point (ppl)", row.get("last dev point (ppl)"))
-            rows[tuple(row.get(name) for name in header[:4])] = [row.get(name, "—") for name in header]
+    for row in recorded_rows(recorded, TG_BUDGETS):
+        # Rows from before checkpoint selection kept their last step's weights.
+        row.setdefault("kept step", row.get("steps")), row.setdefault("its dev point (ppl)", row.get("last dev point (ppl)"))
+        rows[tuple(row.get(name) for name in header[:4])] = [row.get(name, "—") for name in header]
     for r in tg_budgets(workspace_dir, graphs):
         row = [r["scale"], r["language"].capitalize(), str(r["seed"]), TG_ROW_TITLES.get(r["kind"], r["kind"]), f"{r['steps']:,}",
                STOP_RULES.get(r["stopped_by"], r["stopped_by"]), f"{r['kept_step']:,}", f"{r['kept_dev']:.2f}",
@@ -665,27 +660,16 @@ def corpus_parser_las(workspace: Workspace, recorded: Optional[str] = None) -> D
         parser = json.loads((Path(workspace.step_cache[info]) / "parser.json").read_text())
         if parser["backend"] == "stanza":
             las.setdefault(language_of(workspace, info), {})["cache"] = parser["metrics"]["test_las"]
-    section = report_sections(recorded).get(CORPUS_PARSERS, "") if recorded else ""
-    lines = section.splitlines()
-    table = _first_table(lines)
-    if table is not None:
-        header = _cells(lines[table[0]])
-        for line in lines[table[0] + 2:table[1]]:
-            row = dict(zip(header, _cells(line)))
-            if row.get("backend") == "stanza" and row.get("test LAS") not in (None, "", "—"):
-                recorded_runs = las.setdefault(_unkept(row["language"]), {})
-                if EARLIER in row["language"] or "record" not in recorded_runs:  # a ‡ row: the earlier run
-                    recorded_runs["record"] = float(row["test LAS"])
+    for row in recorded_rows(recorded, CORPUS_PARSERS):
+        if row.get("backend") == "stanza" and row.get("test LAS") not in (None, "", "—"):
+            recorded_runs = las.setdefault(_unkept(row["language"]), {})
+            if EARLIER in row["language"] or "record" not in recorded_runs:  # a ‡ row: the earlier run
+                recorded_runs["record"] = float(row["test LAS"])
     # The figure the record already sets beside its µB-M cells wins: which ‡ row is that run's depends
     # on row order, and a run this cache reproduces exactly leaves the ‡ rows altogether.
-    lines = (report_sections(recorded).get(PARSER_AGAINST_ENCODER, "") if recorded else "").splitlines()
-    table = _first_table(lines)
-    if table is not None:
-        header = _cells(lines[table[0]])
-        for line in lines[table[0] + 2:table[1]]:
-            row = dict(zip(header, _cells(line)))
-            if _unkept(row.get("corpus parser", "")) not in ("", "—"):
-                las.setdefault(_unkept(row["language"]), {})["record"] = float(_unkept(row["corpus parser"]))
+    for row in recorded_rows(recorded, PARSER_AGAINST_ENCODER):
+        if _unkept(row.get("corpus parser", "")) not in ("", "—"):
+            las.setdefault(_unkept(row["language"]), {})["record"] = float(_unkept(row["corpus parser"]))
     return las
 
 
@@ -896,8 +880,7 @@ def question_so_far(runs, cells, scale: str) -> str:
             delta = ("no shared seed yet" if difference is None else f"{difference.mean:+.2f} (seed {shared[0]}, no interval)"
                      if len(shared) == 1 else f"{_delta_text(difference)} (seeds {_seeds_text(shared)})")
             if len(shared) < 2 and len(seeds) > 1 and len(base) > 1:  # no paired interval yet: the unpaired one beside it
-                delta += "; all seeds: " + welch_difference([seeds[seed][0] for seed in sorted(seeds)],
-                                                            [base[seed][0] for seed in sorted(base)]).text()
+                delta += "; all seeds: " + welch_difference(tests, [base[seed][0] for seed in sorted(base)]).text()
         grid = [seed for seed in sorted(seeds) if seeds[seed][2] == "grid"]
         published = None if row == "M" else tables.paper_delta(paper.get(table, {}).get("rows", {}), row, column)
         paper_delta = "—" if published is None else f"{published:+.2f}"
@@ -1267,6 +1250,16 @@ def report_sections(text: str) -> Dict[str, str]:
     """{section title: body} of a report written by build_report."""
     parts = text.split("\n## ")
     return {part.split("\n", 1)[0].strip(): (part.split("\n", 1)[1] if "\n" in part else "") for part in parts[1:]}
+
+
+def recorded_rows(recorded: Optional[str], title: str) -> List[Dict[str, str]]:
+    """The rows of the first table in section ``title`` of a committed report, as {header: cell}."""
+    lines = report_sections(recorded).get(title, "").splitlines() if recorded else []
+    table = _first_table(lines)
+    if table is None:
+        return []
+    header = _cells(lines[table[0]])
+    return [dict(zip(header, _cells(line))) for line in lines[table[0] + 2:table[1]]]
 
 
 def _cells(line: str) -> List[str]:
