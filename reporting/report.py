@@ -879,7 +879,8 @@ def question_so_far(runs, cells, scale: str) -> str:
             difference = paired_difference(as_result(seeds), as_result(base)) if shared else None
             delta = ("no shared seed yet" if difference is None else f"{difference.mean:+.2f} (seed {shared[0]}, no interval)"
                      if len(shared) == 1 else f"{_delta_text(difference)} (seeds {_seeds_text(shared)})")
-            if len(shared) < 2 and len(seeds) > 1 and len(base) > 1:  # no paired interval yet: the unpaired one beside it
+            # seeds outside the pairs (or no pair yet): the unpaired interval over every seed goes beside it
+            if set(shared) != set(seeds) | set(base) and len(seeds) > 1 and len(base) > 1:
                 delta += "; all seeds: " + welch_difference(tests, [base[seed][0] for seed in sorted(base)]).text()
         grid = [seed for seed in sorted(seeds) if seeds[seed][2] == "grid"]
         published = None if row == "M" else tables.paper_delta(paper.get(table, {}).get("rows", {}), row, column)
@@ -900,7 +901,7 @@ def question_so_far(runs, cells, scale: str) -> str:
                          + (f", dev {_mean(devs):.2f}" if devs else "") + "; the authors published "
                          + " and ".join(f"{value:.2f} ({where})" for value, where in published) + ".")
     header = ["language", "task", "condition", "seeds finished", "test, by seed", "test mean", "dev mean",
-              "Δ from µB-M ± 95% CI (paired over shared seeds, else marked unpaired)", "paper Δ"]
+              "Δ from µB-M ± 95% CI (paired over shared seeds; Welch's unpaired over all seeds where they differ)", "paper Δ"]
     return (f"\nSeeds finished so far at `{scale}`, in cells whose other seeds are still running (a cell has its figure "
             "once its last seed ends):\n\n" + markdown_table(header, rows) + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
 

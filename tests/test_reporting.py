@@ -814,14 +814,22 @@ def test_the_papers_question_shows_the_seeds_finished_so_far_of_cells_still_runn
              for row in ("M", "MX")] + [Cell("table2", "gpu-paper", row, "wolof") for row in ("M", "MXPT-SLA")]  # cells still running
     runs.append(run("gpu-paper", "table2", "M-long", 44, 70.0, 70.0))  # a grid's run, no table file's cell: not the question's
     text = report.question_section(cells, runs)
-    assert "Seeds finished so far at `gpu-paper`" in text and "| Δ from µB-M ± 95% CI (paired over shared seeds, else marked unpaired) |" in text
+    assert "Seeds finished so far at `gpu-paper`" in text and "| Δ from µB-M ± 95% CI (paired over shared seeds; Welch's unpaired over all seeds where they differ) |" in text
     assert "| Wolof | UD LAS | µB-M | 42–44* | 76.19 / 76.05 / 76.50 | 76.25 | 76.05 | — | — |" in text
     assert "| Wolof | UD LAS | µB-MXPT-SLA | 44 | 75.50 | 75.50 | 75.30 | -1.00 (seed 44, no interval) | -0.82 |" in text
     # two seeds of the condition, one shared: the unpaired interval over all seeds goes beside the one pair
     runs.append(run("gpu-paper", "table2", "MXPT-SLA", 45, 76.7, 76.0))
     welch = welch_difference([75.5, 76.7], [76.19, 76.05, 76.5]).text()
     assert f"| 44, 45 | 75.50 / 76.70 | 76.10 | 75.65 | -1.00 (seed 44, no interval); all seeds: {welch} | -0.82 |" in report.question_section(cells, runs)
-    runs.pop()
+    # two pairs: the paired interval (1 df, wide), and still the unpaired one over the seeds µB-M has beyond them
+    runs.append(run("gpu-paper", "table2", "M", 45, 76.3, 76.1))
+    paired = paired_difference({"seeds": [44, 45], "test": {"values": [75.5, 76.7]}}, {"seeds": [44, 45], "test": {"values": [76.5, 76.3]}})
+    welch = welch_difference([75.5, 76.7], [76.19, 76.05, 76.5, 76.3]).text()
+    assert f"| {paired.mean:+.2f} ± {paired.half_width:.2f} (seeds 44, 45); all seeds: {welch} |" in report.question_section(cells, runs)
+    # the same seeds on both sides: the paired interval alone
+    both = [r for r in runs if r["table"] == "table2" and r["seed"] in ("44", "45")]
+    assert "; all seeds:" not in report.question_section(cells, both) and "(seeds 44, 45) |" in report.question_section(cells, both)
+    del runs[-2:]
     assert "seeds 42, 43: the decomposition grid's runs of the same fine-tuning" in text
     assert "the authors published 75.69 (Gessler and Zeldes (2022), MicroBERT, UD 2.9) and 77.71 (this paper's Table 2, most likely a dev figure)" in text
     assert "NER F1 | µB-M" not in text.split("Seeds finished so far")[1] and "M-long" not in text
