@@ -144,12 +144,40 @@ def line_styles(labels: Iterable[str]) -> Dict[str, dict]:
     for label, m in parsed.items():
         if m:
             seeds[m["group"]].append(int(m["seed"]))
+    if len(groups) > 10:  # the default cycle has ten colours: past that, tab20's twenty
+        from matplotlib import colormaps
+        from matplotlib.colors import to_hex
+
+        palette = [to_hex(colormaps["tab20"](index)) for index in range(20)]
+    else:
+        palette = [f"C{index}" for index in range(10)]
     styles = {}
     for label, m in parsed.items():
         group = m["group"] if m else label
         dash = DASHES[sorted(set(seeds[group])).index(int(m["seed"])) % len(DASHES)] if m else "-"
-        styles[label] = {"color": f"C{groups.index(group) % 10}", "linestyle": dash}
+        styles[label] = {"color": palette[groups.index(group) % len(palette)], "linestyle": dash}
     return styles
+
+
+def fitted_limits(lines: Dict[str, Sequence[tuple]], share: float = 0.9) -> Optional[Tuple[float, float]]:
+    """y limits that fit the last ``share`` of every line's x range, or None where those would show
+    (nearly) the whole range anyway. A dev score climbs from ~0 in its first epochs (a loss falls
+    from its start), which squeezes the stretch where runs differ into a flat band."""
+    tails, everything = [], []
+    for points in lines.values():
+        xs = [x for x, _ in points]
+        if not xs:
+            continue
+        start = min(xs) + (1 - share) * (max(xs) - min(xs))
+        tails += [y for x, y in points if x >= start]
+        everything += [y for _, y in points]
+    if not tails:
+        return None
+    low, high, full = min(tails), max(tails), max(everything) - min(everything)
+    if high - low > 0.5 * full:
+        return None
+    margin = 0.05 * (high - low) or 0.5
+    return low - margin, high + margin
 
 
 def draw_series(series: Series, out_dir: Path, keep_recorded: bool = False) -> List[Path]:
@@ -169,17 +197,25 @@ def draw_series(series: Series, out_dir: Path, keep_recorded: bool = False) -> L
         if recorded is None:
             continue
         lines = {**recorded, **lines}
-        figure, axis = plt.subplots(figsize=(5.5, 3.4))
+        many = len(lines) > 6  # a legend that long goes beside the axis, not over the lines
+        figure, axis = plt.subplots(figsize=(7.5 if many else 5.5, 3.4))
         styles = line_styles(lines)
         for label, points in sorted(lines.items()):
             axis.plot([x for x, _ in points], [y for _, y in points], marker="o", markersize=2.5, linewidth=1, label=label,
                       **styles[label])
+        limits = None if name in LOG_SCALE else fitted_limits(lines)
         if name in LOG_SCALE:
             axis.set_yscale("log")
+        elif limits:
+            axis.set_ylim(*limits)
         axis.set_xlabel(x_field)
         axis.set_ylabel(y_label)
-        axis.set_title(f"{y_label} by {x_field} — {language}, {scale} scale", fontsize=9)
-        axis.legend(fontsize=6, ncol=2 if len(lines) > 6 else 1)
+        axis.set_title(f"{y_label} by {x_field} — {language}, {scale} scale"
+                       + (f"\ny axis fit to each run's last 90% of {x_field}s" if limits else ""), fontsize=9)
+        if many:
+            axis.legend(fontsize=6, ncol=2 if len(lines) > 15 else 1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        else:
+            axis.legend(fontsize=6)
         figure.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path, dpi=110)
@@ -187,6 +223,19 @@ def draw_series(series: Series, out_dir: Path, keep_recorded: bool = False) -> L
         save_lines(path, lines)
         written.append(path)
     return written
+
+
+def redraw_recorded(out_dir: Path, skip: Sequence[Path] = ()) -> List[Path]:
+    """Redraw each committed figure under ``out_dir`` that this cache did not draw (``skip``) from its
+    sidecar's lines alone, so that every figure of record shows the current drawing (axis fit, line
+    styles); their lines, and so their provenance, stay the record's."""
+    drawn = {Path(path).resolve() for path in skip}
+    keys = []
+    for sidecar in sorted(Path(out_dir).glob("*/*.json")):
+        name = next((name for name in CURVES if sidecar.stem.endswith("_" + name)), None)
+        if name is not None and sidecar.with_suffix(".png").resolve() not in drawn:
+            keys.append((sidecar.parent.name, sidecar.stem[: -len(name) - 1], name))
+    return draw_series({key: {} for key in keys}, out_dir, keep_recorded=True)
 
 
 def curves_markdown(written: Sequence[Path], relative_to: Path) -> str:
@@ -198,4 +247,4 @@ def curves_markdown(written: Sequence[Path], relative_to: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CURVES", "curve_series", "curves_markdown", "draw_curves", "draw_series", "tg_curve_series"]
+__all__ = ["CURVES", "curve_series", "curves_markdown", "draw_curves", "draw_series", "redraw_recorded", "tg_curve_series"]

@@ -733,10 +733,12 @@ def curves_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir:
     if curves_dir is None:
         return "_not drawn_\n"
     from reporting.cache import list_entries
-    from reporting.curves import curves_markdown, draw_curves, draw_series, tg_curve_series
+    from reporting.curves import curves_markdown, draw_curves, draw_series, redraw_recorded, tg_curve_series
 
     written = draw_curves(list_entries(workspace_dir, graphs), curves_dir, keep_recorded)
     written += draw_series(tg_curve_series(workspace_dir, graphs), curves_dir, keep_recorded)
+    if keep_recorded:
+        redraw_recorded(curves_dir, skip=written)  # the rest of the record: its own lines, drawn as now
     return curves_markdown(written, report_dir)
 
 
@@ -1356,7 +1358,7 @@ def keep_recorded_rows(body: str, recorded: str, key_columns: Sequence[str], res
 
 # Sections of figures: a committed figure this cache does not redraw is kept, if its file still is.
 RECORD_FIGURES = ("Training curves",)
-KEPT_FIGURES_NOTE = f"{KEPT} Drawn from an earlier cache, not redrawn from this one (the committed figures, kept):"
+KEPT_FIGURES_NOTE = f"{KEPT} The lines of an earlier cache, not this one's (the committed figures, kept):"
 
 
 def _figure_target(line: str) -> str:

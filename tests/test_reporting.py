@@ -628,6 +628,9 @@ def test_a_curves_seeds_of_one_model_share_a_colour_and_differ_in_dash():
     assert colours["tg s42"] == colours["tg s43"] and colours["MX s42"] == colours["MX s44 (a1b2c3)"]
     assert len({colours["tg s42"], colours["txl_trees s42"], colours["MX s42"], colours["trigram"]}) == 4
     assert [styles[label]["linestyle"] for label in ("tg s42", "tg s43", "MX s42", "MX s44 (a1b2c3)", "trigram")] == ["-", "--", "-", "--", "-"]
+    # eleven conditions in one figure (a cpu-scale language's grid): still eleven colours
+    eleven = line_styles([f"{row} s42" for row in ("M", "MP", "MPT", "MPT-SLA", "MT", "MX", "MXP", "MXPT", "MXPT-SLA", "MXT", "random-init")])
+    assert len({style["color"] for style in eleven.values()}) == 11
 
 
 def test_runs_csv_keeps_the_records_runs_and_says_which_are_not_their_cells_record(tmp_path):
@@ -834,3 +837,40 @@ def test_the_papers_question_shows_the_seeds_finished_so_far_of_cells_still_runn
     assert "the authors published 75.69 (Gessler and Zeldes (2022), MicroBERT, UD 2.9) and 77.71 (this paper's Table 2, most likely a dev figure)" in text
     assert "NER F1 | µB-M" not in text.split("Seeds finished so far")[1] and "M-long" not in text
     assert "Seeds finished so far" not in report.question_section(cells, runs[:1])  # µB-M alone answers nothing
+
+
+def test_curves_fit_the_y_axis_to_where_runs_differ():
+    """A dev score climbs from ~0 in its first epochs; the figure's y axis fits every run's last 90 %
+    of epochs (each run's own length), so the plateau where conditions differ is not a flat band."""
+    from reporting.curves import fitted_limits
+
+    climb = [(0, 0.0), (1, 40.0), (2, 65.0)]
+    lines = {"M s44": climb + [(epoch, 74.0 + (epoch % 3) * 0.5) for epoch in range(3, 281)],
+             "MXPT-SLA s46": climb + [(epoch, 73.5 + (epoch % 2)) for epoch in range(3, 172)]}
+    low, high = fitted_limits(lines)
+    tails = [y for points in lines.values() for x, y in points if x >= 0.1 * max(p[0] for p in points)]
+    assert low < min(tails) == 73.5 and high > max(tails) == 75.0 and high - low < 2  # by hand: every tail point, and nothing of the climb
+    assert low > 65.0
+    # the last 90 % is each run's own: a short run's late epochs are not cut by a long run's start
+    low, high = fitted_limits({"short": [(0, 0.0), (5, 50.0), (10, 60.0)], "long": [(0, 0.0)] + [(e, 75.0) for e in range(1, 301)]})
+    assert low < 50.0 and high > 75.0 and low > 0.0
+    # already filling its range (a loss falling steadily, a flat line): nothing to fit
+    assert fitted_limits({"loss": [(step, 10.0 - step) for step in range(10)]}) is None
+    assert fitted_limits({"flat": [(epoch, 70.0) for epoch in range(10)]}) == (69.5, 70.5)
+
+
+def test_committed_figures_are_redrawn_from_their_own_lines(tmp_path):
+    """`--update-docs` redraws every committed figure the cache does not draw from its sidecar's lines,
+    so the whole record shows the current drawing; the lines stay the record's, and a figure the cache
+    drew is left to the cache."""
+    from reporting.curves import draw_series, redraw_recorded
+
+    lines = {"M s42": [(0, 0.0), (1, 60.0)] + [(epoch, 74.0 + epoch % 2) for epoch in range(2, 40)]}
+    [figure] = draw_series({("gpu-paper_tenth", "wolof", "ud_dev_las"): lines}, tmp_path)
+    sidecar = figure.with_suffix(".json").read_text()
+    figure.write_bytes(b"drawn by older code")
+    (tmp_path / "gpu-paper_tenth" / "notes.json").write_text("{}")  # not a figure's sidecar
+    assert redraw_recorded(tmp_path) == [figure]
+    assert figure.read_bytes().startswith(b"\x89PNG") and figure.with_suffix(".json").read_text() == sidecar
+    figure.write_bytes(b"drawn by the cache")
+    assert redraw_recorded(tmp_path, skip=[figure]) == [] and figure.read_bytes() == b"drawn by the cache"
