@@ -434,6 +434,7 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
     figure, axis = plt.subplots(figsize=(max(5.0, 1.2 + 1.1 * len(languages) * max(1, len(series)) ** 0.5), 3.2 + 0.1 * len(series)))
     width = 0.8 / len(series)
     published = []  # (x, the paper's Δ) of each bar whose cell the paper has
+    hatched = False
     for index, (row, entries) in enumerate(series.items()):
         shown = [(i, e.delta) for i, e in enumerate(entries) if _has_delta(e)]
         bars = axis.bar([i + index * width for i, _ in shown], [d.mean for _, d in shown], width=width, label=_row_title(row),
@@ -441,6 +442,7 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
         for bar, (_, d) in zip(bars, shown):
             if d.half_width is None:
                 bar.set_hatch("//")
+                hatched = True
         for bar, (i, _) in zip(bars, shown):
             theirs = paper_delta(paper_rows or {}, row, languages[i], baseline)
             if theirs is not None:
@@ -451,7 +453,7 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(languages))])
     axis.set_xticklabels([short_title(c) for c in languages])
     axis.set_ylabel(f"Δ vs {_row_title(baseline)} (95 % CI, paired)")
-    axis.set_title(title + "\nhatched: one seed, no interval", fontsize=8)
+    axis.set_title(title + ("\nhatched: one seed, no interval" if hatched else ""), fontsize=8)
     axis.legend(fontsize=7, ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

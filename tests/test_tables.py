@@ -482,7 +482,9 @@ def test_delta_plot_marks_the_papers_delta(tmp_path, monkeypatch):
 
     cells = _m_and_mx_cells(tmp_path, "wolof", (70.0, 72.0), (71.0, 74.0))
     scatters, bar_calls = _spy_axes(monkeypatch, "scatter"), _spy_axes(monkeypatch, "bar")
+    titles = _spy_axes(monkeypatch, "set_title")
     written = tables.write_tables(cells, tmp_path / "tables", scales=["cpu"])
+    assert "hatched" not in titles[0][0][0]  # every bar has its interval: no legend for a hatch none has
     drawn = [(list(args[0]), list(args[1]), kwargs.get("label")) for args, kwargs, _ in scatters]
     bars = [[(b.get_x() + b.get_width() / 2, b.get_height()) for b in container] for _, _, container in bar_calls]
     assert (tmp_path / "tables" / "cpu" / "table2_delta.png") in written["cpu"]
@@ -490,3 +492,15 @@ def test_delta_plot_marks_the_papers_delta(tmp_path, monkeypatch):
     (x,), (y,), label = drawn[0]
     assert len(drawn) == 1 and label == "paper's Δ"
     assert x == pytest.approx(bars[0][0][0]) and y == pytest.approx(77.74 - 77.71)
+
+
+def test_delta_plot_says_what_a_hatched_bar_is_when_one_is(tmp_path, monkeypatch):
+    """One seed each: the Δ has no interval, its bar is hatched, and the title says what the hatch means."""
+    import matplotlib
+    matplotlib.use("Agg")
+
+    cells = _m_and_mx_cells(tmp_path, "wolof", (70.0,), (71.0,))
+    titles, bar_calls = _spy_axes(monkeypatch, "set_title"), _spy_axes(monkeypatch, "bar")
+    tables.write_tables(cells, tmp_path / "tables", scales=["cpu"])
+    assert [bar.get_hatch() for bar in bar_calls[0][2]] == ["//"]
+    assert titles[0][0][0].endswith("\nhatched: one seed, no interval")
