@@ -31,6 +31,7 @@ import json
 import logging
 import statistics
 import sys
+import textwrap
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -453,7 +454,9 @@ def delta_plot(path: Path, title: str, columns, table_rows, baseline: str = "M",
     axis.set_xticks([i + 0.4 - width / 2 for i in range(len(languages))])
     axis.set_xticklabels([short_title(c) for c in languages])
     axis.set_ylabel(f"Δ vs {_row_title(baseline)} (95 % CI, paired)")
-    axis.set_title(title + ("\nhatched: one seed, no interval" if hatched else ""), fontsize=8)
+    # a long table title wraps to the figure's width (about 15 characters an inch at this size)
+    axis.set_title(textwrap.fill(title, int(figure.get_figwidth() * 15)) + ("\nhatched: one seed, no interval" if hatched else ""),
+                   fontsize=8)
     axis.legend(fontsize=7, ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

@@ -504,3 +504,12 @@ def test_delta_plot_says_what_a_hatched_bar_is_when_one_is(tmp_path, monkeypatch
     tables.write_tables(cells, tmp_path / "tables", scales=["cpu"])
     assert [bar.get_hatch() for bar in bar_calls[0][2]] == ["//"]
     assert titles[0][0][0].endswith("\nhatched: one seed, no interval")
+    # a title longer than the figure is wide wraps, with nothing cut (the TG table's, for one)
+    from types import SimpleNamespace as Entry
+    long = ("Transformer Grammars (Sartran et al. 2022, Table 1's measure): held-out per-word perplexity (↓; Wolof: "
+            "corpus-parse dev split, English: EWT test) — paper scale")
+    rows = [("M", [Entry(delta=None)]), ("MX", [Entry(delta=Entry(mean=1.0, half_width=0.5))])]
+    assert tables.delta_plot(tmp_path / "long.png", long, ["wolof"], rows)
+    width = bar_calls[-1][2][0].axes.figure.get_figwidth()
+    lines = titles[-1][0][0].splitlines()
+    assert len(lines) > 1 and all(len(line) <= width * 15 for line in lines) and " ".join(lines) == long
