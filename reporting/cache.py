@@ -333,6 +333,17 @@ def _config_from_files(unique_id: str, files: Sequence[str]) -> Dict[str, Any]:
     return {}
 
 
+def unlabelled_note(entries: Sequence[Any]) -> List[str]:
+    """A line under a listing with "?" for a scale: no experiment file read here builds that entry.
+    Step IDs hash the data files, so the usual cause is a data root other than the one it ran with."""
+    if not any(e.scale is None for e in entries):
+        return []
+    from steps.common.data_root import DATA_ROOT_ENV, data_root
+
+    return [f"? : no experiment file read here builds this entry; step IDs hash the data files, so {DATA_ROOT_ENV} must name "
+            f"the data the entry was built with (now {data_root()})"]
+
+
 def format_unfinished(entries: Sequence[Unfinished]) -> str:
     lines = [f"{len(entries)} unfinished steps (a checkpoint, no result)"]
     for e in entries:
@@ -345,7 +356,7 @@ def format_unfinished(entries: Sequence[Unfinished]) -> str:
         lines.append(f"  {e.unique_id}  {e.state}  {e.language or '?'}  {e.condition or '?'}  {e.scale or '?'}  seed {e.seed}  "
                      f"{progress}{patience}  {best}  checkpoint {e.checkpoint_age_minutes:.0f} min ago"
                      + (f"  resumed after {', '.join(map(str, e.resumed_from))}" if e.resumed_from else ""))
-    return "\n".join(lines)
+    return "\n".join(lines + unlabelled_note(entries))
 
 
 def matches(entry: Entry, language: Optional[str], condition: Optional[str], scale: Optional[str]) -> bool:
@@ -395,7 +406,7 @@ def format_table(entries: Sequence[Entry]) -> str:
     for e in sorted(cells, key=lambda e: (str(e.language), str(e.scale), str(e.task), str(e.condition), str(e.seed))):
         lines.append(f"  {e.unique_id}  {e.language or '?'}  {e.condition or '?'}  {e.scale or '?'}  {e.task}  seed {e.seed}  "
                      f"{e.metric} dev {_figure(e.dev)} test {_figure(e.test)}  {_size(e.size_bytes)}  {e.age_days:.1f} d")
-    return "\n".join(lines)
+    return "\n".join(lines + unlabelled_note(encoders + cells))
 
 
 # --- export ---------------------------------------------------------------------------------------

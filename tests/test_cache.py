@@ -268,6 +268,9 @@ def test_unfinished_lists_stopped_and_running_steps_from_their_checkpoints(data_
     assert (tuning["best"], tuning["best_at"], tuning["last"], tuning["steps"]) == (
         record["dev_loss"], 1, record["dev_loss"], saved["state"]["steps"])
     assert "epoch 1/3" in (cache.format_unfinished([cache.Unfinished(**tuning)]))
+    # labelled by an experiment file read here: no "?" and no note; unlabelled (another data root): the note says why
+    assert tuning["scale"] and "?" not in cache.format_unfinished([cache.Unfinished(**tuning)])
+    assert "SIB_DATA_ROOT must name the data" in cache.format_unfinished([cache.Unfinished(**{**tuning, "scale": None})]).splitlines()[-1]
 
     # A process holding the entry's lock (as a live `tango run` does) makes it "running".
     holder = subprocess.Popen([sys.executable, "-c", "import filelock, sys, time; lock = filelock.FileLock(sys.argv[1]); "
