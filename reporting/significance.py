@@ -4,9 +4,10 @@ For seeds s shared by both cells, d_s = condition_s − M_s; the interval is mea
 · sd(d) / √n. Pairing removes what one seed's fine-tuning does to both cells alike. When one cell has
 more seeds (µB-M at 42–46, a condition at 42–44), the pair is taken over the shared seeds and the
 figure says how many; a cell pair with no seed in common is reported as unpaired, never paired by
-position. Where too few seeds are shared for a paired interval, `welch_difference` compares the two
-cells' means over all their seeds (Welch's unpaired t-interval), said as such: it leaves in both
-variances what a seed does to both cells alike, which pairing removes.
+position. Where the shared seeds leave some of either cell's out (or are too few for a paired
+interval), `welch_difference` compares the two cells' means over all their seeds (Welch's unpaired
+t-interval), said as such: it leaves in both variances what a seed does to both cells alike, which
+pairing removes.
 """
 from __future__ import annotations
 
