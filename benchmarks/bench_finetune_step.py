@@ -4,7 +4,9 @@ Compares implementations of the step on the same batches and weights budget: tor
 ``nn.LSTM`` on a packed sequence with the for-loop AdamW (``packed``, the implementation before
 FinetuneUdParser VERSION 002) or with fused AdamW (``packed-fused``: on a GPU one cuDNN call a layer
 for both directions, the "packed LSTM" lever) against ``models.word_encoder.BiLSTM`` on padded words
-with fused AdamW (``current``: two cuDNN calls and two gathers a layer); all compute the same function (see
+with fused AdamW (``current``: two cuDNN calls and two gathers a layer), and the current one with batches
+padded to a few shapes and each step one CUDA graph per shape (``graphed``, `steps.common.cuda_graphs`; timed
+once every shape's graph is captured; on a CPU the same step runs eagerly); all compute the same function (see
 ``tests/test_finetune_parser.py::test_bilstm_on_padded_words_equals_torch_bidirectional_lstm_on_packed_words``).
 ``--compile MODE ...`` adds the current one with the whole parser under torch.compile (``none``
 is eager; ``--compile-backend aot_eager`` runs it on a CPU without code generation): on a GPU the
@@ -38,9 +40,10 @@ from models.word_encoder import run_packed_lstm  # noqa: E402
 from steps.common.data_root import DataPath  # noqa: E402
 from steps.finetune.encoders import encode_words_batch, load_encoder  # noqa: E402
 from steps.common.batching import bucketed_batches  # noqa: E402
+from steps.common.cuda_graphs import GraphedTrainStep  # noqa: E402
 from steps.common.runtime import compile_module  # noqa: E402
 from steps.finetune.loop import BatchStream, to_device  # noqa: E402
-from steps.finetune.ud_parser import Split, make_batch  # noqa: E402
+from steps.finetune.ud_parser import GRAPH_LENGTH_MULTIPLE, Split, make_batch  # noqa: E402
 from steps.data.readers import read_conllu  # noqa: E402
 
 
@@ -61,7 +64,8 @@ HEADS = {  # the BiLSTM and dropout of the cpu regime's head and of the paper's 
     "paper": {"lstm_hidden": 400, "lstm_layers": 3, "dropout": 0.3, "input_dropout": 0.3},
 }
 PACKED, PACKED_FUSED, CURRENT = "packed nn.LSTM + for-loop AdamW", "packed nn.LSTM + fused AdamW", "padded BiLSTM + fused AdamW"
-VARIANTS = {"packed": PACKED, "packed-fused": PACKED_FUSED, "current": CURRENT}
+GRAPHED = "padded BiLSTM + fused AdamW, a CUDA graph per batch shape"
+VARIANTS = {"packed": PACKED, "packed-fused": PACKED_FUSED, "current": CURRENT, "graphed": GRAPHED}
 
 
 def build_parser(encoder_dir: str, variant: str, labels: int, head: str) -> BiaffineDependencyParser:
@@ -90,23 +94,42 @@ def graph_breaks(encoder_dir: str, variant: str, split: Split, labels: int, head
 
 
 def time_steps(encoder_dir: str, variant: str, split: Split, labels: int, steps: int, warmup: int, head: str = "cpu",
-               device: str = "cpu", compile_options: Optional[dict] = None) -> list:
+               device: str = "cpu", compile_options: Optional[dict] = None, graph_stats: Optional[dict] = None) -> list:
+    """Seconds of each of ``steps`` training steps after ``warmup`` untimed ones. The graphed variant
+    first passes ``GraphedTrainStep.warmup + 1`` times untimed over the very batches it then times,
+    so that every timed step replays a captured graph; its counts go to ``graph_stats``."""
     model = build_parser(encoder_dir, variant, labels, head).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=variant != PACKED)
     compile_module(model, compile_options)
-    batches = train_batches(split)
+    stream = train_batches(split)
     on_gpu = torch.device(device).type == "cuda"
+    if variant == GRAPHED:
+        step = GraphedTrainStep(lambda batch: model(**batch).loss, lambda: None, optimizer, torch.device(device))
+        order = [stream.next_epoch()[0] for _ in range(warmup + steps)]
+        order = order[:warmup] + order[warmup:] * (step.warmup + 1) + order[warmup:]
+        warmup = len(order) - steps
+        multiple = GRAPH_LENGTH_MULTIPLE
+    else:
+        order = [stream.next_epoch()[0] for _ in range(warmup + steps)]
+        multiple = 1
+
+        def step(batch):
+            loss = model(**batch).loss
+            loss.backward()
+            optimizer.step()
+            return loss
     seconds = []
-    for number in range(warmup + steps):
-        batch = to_device(make_batch(split, batches.next_epoch()[0]), torch.device(device))
+    for number, indices in enumerate(order):
+        batch = to_device(make_batch(split, indices, multiple), torch.device(device))
         start = time.perf_counter()
-        model(**batch).loss.backward()
-        optimizer.step()
+        step(batch)
         optimizer.zero_grad(set_to_none=True)
         if on_gpu:
             torch.cuda.synchronize()
         if number >= warmup:
             seconds.append(time.perf_counter() - start)
+    if variant == GRAPHED and graph_stats is not None:
+        graph_stats.update(step.stats())
     return seconds
 
 
@@ -144,15 +167,19 @@ def main(argv=None) -> int:
     results = {}
     # Interleaved rounds, so that a change in machine load hits every variant alike.
     samples = {variant: [] for variant in variants}
+    graphs = {variant: {} for variant in variants}
     for _ in range(2):
         for variant, (step, options) in variants.items():
             if options is not None:
                 torch._dynamo.reset()  # each compiled variant compiles afresh, in its own warm-up
             samples[variant] += time_steps(args.encoder, step, split, len(labels), args.steps // 2, args.warmup,
-                                           args.head, args.device, options)
+                                           args.head, args.device, options, graphs[variant])
     for variant, (step, options) in variants.items():
         results[variant] = {"median_ms": 1000 * statistics.median(samples[variant]), "steps": len(samples[variant])}
         print(f"{variant}: {results[variant]['median_ms']:.0f} ms/step (median of {len(samples[variant])})")
+        if graphs[variant]:
+            results[variant]["graphs"] = graphs[variant]  # the second round's
+            print(f"  {graphs[variant]['graphs']} graphs over {graphs[variant]['shapes']} batch shapes")
         if options is not None:
             torch._dynamo.reset()
             results[variant]["dynamo"] = graph_breaks(args.encoder, step, split, len(labels), args.head, args.device)

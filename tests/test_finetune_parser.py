@@ -475,12 +475,16 @@ def test_fine_tuning_step_benchmark_times_the_paper_head_eager_and_compiled(plai
     out = tmp_path / "finetune_step.json"
     torch._dynamo.reset()
     assert main(["--encoder", str(plain_encoder / "encoder"), "--treebank", str(treebank_slice["train"]), "--head", "paper",
-                 "--variants", "packed-fused", "current", "--compile", "none", "default", "--compile-backend", "aot_eager",
+                 "--variants", "packed-fused", "current", "graphed", "--compile", "none", "default", "--compile-backend", "aot_eager",
                  "--steps", "2", "--warmup", "1", "--json", str(out)]) == 0
     record = json.loads(out.read_text())
     assert list(record["variants"]) == ["packed nn.LSTM + fused AdamW", "padded BiLSTM + fused AdamW",
+                                        "padded BiLSTM + fused AdamW, a CUDA graph per batch shape",
                                         "padded BiLSTM + fused AdamW, compiled (default)"]
     assert all(figures["median_ms"] > 0 and figures["steps"] == 2 for figures in record["variants"].values())
+    # The graphed step on a CPU: its warm-up passes over the timed batches ran eagerly, nothing captured.
+    graphs = record["variants"]["padded BiLSTM + fused AdamW, a CUDA graph per batch shape"]["graphs"]
+    assert graphs["graphs"] == graphs["replayed_steps"] == 0 and graphs["eager_steps"] == 1 + 3 * 1 + 1 and graphs["shapes"] >= 1
     # How dynamo cuts the compiled step: only at the LSTMs (3 layers × 2 directions; dynamo leaves RNNs
     # eager), so a CUDA graph can cover only the pieces between them.
     dynamo = record["variants"]["padded BiLSTM + fused AdamW, compiled (default)"]["dynamo"]

@@ -179,14 +179,17 @@ def encode_words_batch(
     return features
 
 
-def collate_word_features(features: Sequence[Dict[str, Any]], pad_id: int = 0) -> Dict[str, torch.Tensor]:
+def collate_word_features(features: Sequence[Dict[str, Any]], pad_id: int = 0, multiple: int = 1) -> Dict[str, torch.Tensor]:
     """Pad a batch of `encode_words_batch` features: input_ids/attention_mask (B, T),
     word_spans (B, W, 2), word_mask (B, W), and heads (B, T) when trees are present
     ([CLS], [SEP] and padding get NO_HEAD, as in pretraining), and upos_ids (B, T) when tags are
-    present (0 at [CLS], [SEP] and padding)."""
+    present (0 at [CLS], [SEP] and padding). ``multiple``: T and W are rounded up to a multiple
+    of it, so that batches come in a few shapes (CUDA graphs replay fixed shapes)."""
+    if multiple < 1:
+        raise ValueError(f"multiple must be positive, got {multiple}")
     batch_size = len(features)
-    length = max(len(f["input_ids"]) for f in features)
-    words = max(len(f["word_spans"]) for f in features)
+    length = -(-max(len(f["input_ids"]) for f in features) // multiple) * multiple
+    words = -(-max(len(f["word_spans"]) for f in features) // multiple) * multiple
     input_ids = torch.full((batch_size, length), pad_id, dtype=torch.long)
     attention_mask = torch.zeros(batch_size, length, dtype=torch.long)
     word_spans = torch.zeros(batch_size, words, 2, dtype=torch.long)

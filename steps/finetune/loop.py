@@ -34,6 +34,7 @@ import torch
 from tango.common import Tqdm
 
 from steps.common.checkpoints import SimulatedCrash  # noqa: F401 (what the crash hook raises; callers catch it from here)
+from steps.common.cuda_graphs import GraphedTrainStep
 from steps.common.tracking import NullTracker
 from steps.common.training import TrainingHarness, check_finite_loss, read_back
 
@@ -103,6 +104,9 @@ class FinetuneTask:
     ``train_fields(totals)``: the training fields of a history record (epoch 0 gets zero totals).
     ``count(batch)``: an integer tensor (words, tokens) summed into ``EpochTotals.count``; like the
     loss, it is read once an epoch.
+    ``cuda_graphs``: run each training step through `steps.common.cuda_graphs.GraphedTrainStep` (on a
+    GPU, one CUDA graph per batch shape; elsewhere the same step eagerly); ``make_batch`` should then
+    pad lengths to a few shapes, and the scheduler must keep the learning rate constant.
     """
 
     name: str
@@ -121,6 +125,7 @@ class FinetuneTask:
     patience: Optional[int] = None
     evaluate_before_training: bool = False
     count: Optional[Callable[[Batch], torch.Tensor]] = None
+    cuda_graphs: bool = False
 
 
 @dataclass
@@ -135,6 +140,7 @@ class FinetuneOutcome:
     count: int  # `FinetuneTask.count` summed over every training batch
     resumed_from: List[int] = field(default_factory=list)  # the epoch each resumed run started after
     checkpoint: Optional[Path] = None
+    graphs: Optional[Dict[str, int]] = None  # `GraphedTrainStep.stats` of this process's run, with cuda_graphs
 
     def discard_checkpoint(self) -> None:
         """Delete the checkpoint once the step's result is written (it holds several model copies)."""
@@ -197,6 +203,9 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
             best_weights = snapshot(model)
         state["loop_seconds"] += time.perf_counter() - process_start
 
+    # After the resume: the graphs must record the optimizer state the run goes on with.
+    graphed = (GraphedTrainStep(lambda batch: task.loss(model, batch), task.clip_gradients, task.optimizer, device, log=log)
+               if task.cuda_graphs else None)
     per_epoch = task.batches.batches_per_epoch
     progress = Tqdm.tqdm(total=task.epochs * per_epoch, initial=state["epoch"] * per_epoch, desc=f"fine-tuning {task.name}")
     # The epoch loop under the harness: SIGINT waits for the epoch's end; the bar is closed however it ends.
@@ -212,10 +221,13 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
             counts: List[torch.Tensor] = []
             for indices in task.batches.next_epoch():
                 batch = task.make_batch(indices)
-                loss = task.loss(model, batch)
-                loss.backward()
-                task.clip_gradients()
-                task.optimizer.step()
+                if graphed is not None:
+                    loss = graphed(batch)
+                else:
+                    loss = task.loss(model, batch)
+                    loss.backward()
+                    task.clip_gradients()
+                    task.optimizer.step()
                 if task.scheduler is not None:
                     task.scheduler.step()
                 task.optimizer.zero_grad(set_to_none=True)
@@ -250,7 +262,8 @@ def train(task: FinetuneTask, work_dir: Path, device: torch.device, checkpoint_e
     if best_weights is not None:
         model.load_state_dict(best_weights)
     return FinetuneOutcome(state["history"], state["best_epoch"], state["steps"], state["train_seconds"],
-                           state["loop_seconds"], state["count"], state["resumed_from"], checkpoint_path)
+                           state["loop_seconds"], state["count"], state["resumed_from"], checkpoint_path,
+                           graphed.stats() if graphed is not None else None)
 
 
 def _select(task: FinetuneTask, state: Dict[str, Any], scores: Dict[str, Any], totals: EpochTotals, seconds: float,

@@ -44,6 +44,10 @@ from steps.finetune.tasks import downstream_task
 
 logger = logging.getLogger(__name__)
 
+# With cuda_graphs, training batches pad their subword and word counts to a multiple of this, so that
+# few shapes recur for little padding (docs/decisions.md, "one CUDA graph per batch shape").
+GRAPH_LENGTH_MULTIPLE = 8
+
 
 @dataclass
 class ParserTrainingConfig(FromParams):
@@ -111,9 +115,10 @@ class Split:
         return len(self.sentences)
 
 
-def make_batch(split: Split, indices: Sequence[int]) -> Dict[str, torch.Tensor]:
-    """Encoder inputs plus word-level gold heads/labels (padding 0, hidden by ``word_mask``)."""
-    batch = collate_word_features([split.features[i] for i in indices])
+def make_batch(split: Split, indices: Sequence[int], multiple: int = 1) -> Dict[str, torch.Tensor]:
+    """Encoder inputs plus word-level gold heads/labels (padding 0, hidden by ``word_mask``); lengths
+    rounded up to ``multiple`` (`collate_word_features`)."""
+    batch = collate_word_features([split.features[i] for i in indices], multiple=multiple)
     words = batch["word_mask"].shape[1]
     gold_heads = torch.zeros(len(indices), words, dtype=torch.long)
     gold_labels = torch.zeros(len(indices), words, dtype=torch.long)
@@ -154,7 +159,11 @@ class FinetuneUdParser(Step):
     (the default, out of the cache key) leaves the encoder as it is. ``compile_model``: torch.compile
     keywords for the whole parser (e.g. ``{"mode": "default"}``; dynamic shapes by default), a GPU
     speed lever measured by ``benchmarks/bench_finetune_step.py --compile``; None (the default, out
-    of the cache key) runs it eager.
+    of the cache key) runs it eager. ``cuda_graphs``: pad training batches to multiples of
+    ``GRAPH_LENGTH_MULTIPLE`` and run each training step as a CUDA graph per batch shape on a GPU
+    (`steps.common.cuda_graphs`; eagerly elsewhere), the lever against the launches that bound the
+    paper head's step there (``bench_finetune_step.py --variants graphed``); it needs the constant
+    learning rate. Keyed only when set: padding changes float rounding.
     """
 
     DETERMINISTIC = True
@@ -170,7 +179,8 @@ class FinetuneUdParser(Step):
     # (models.biaffine_parser); keyed only when set, so every cell without it keeps its key.
     # compile_model: torch.compile keywords for the parser (`compile_module`), the lever against a GPU
     # step bound by its launches; keyed only when set, as pretraining's compile_encoder is.
-    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None, "reference_head": False, "compile_model": None}
+    # cuda_graphs: the step as one CUDA graph per batch shape (`steps.common.cuda_graphs`); keyed only when set.
+    SKIP_DEFAULT_ARGUMENTS = {"syntax_gat": None, "reference_head": False, "compile_model": None, "cuda_graphs": False}
 
     def run(  # type: ignore[override]
         self,
@@ -188,10 +198,12 @@ class FinetuneUdParser(Step):
         wandb: WandbSetting = None,
         reference_head: bool = False,
         compile_model: Optional[Dict[str, Any]] = None,
+        cuda_graphs: bool = False,
     ) -> Path:
         with torch_threads(num_threads), tracked_run(self, wandb, "ud_parser", {"training": asdict(config)}, config.seed) as tracker:
             return summarize(tracker, self._finetune(str(encoder), train, dev, test, sla_parse, corpus_parser, config, device,
-                                                     checkpoint_every, syntax_gat, tracker, reference_head, compile_model))
+                                                     checkpoint_every, syntax_gat, tracker, reference_head, compile_model,
+                                                     cuda_graphs))
 
     # ------------------------------------------------------------------------------------------
 
@@ -214,9 +226,12 @@ class FinetuneUdParser(Step):
 
     def _finetune(self, source, train, dev, test, sla_parse, corpus_parser, config: ParserTrainingConfig, device,
                   checkpoint_every: int = 1, syntax_gat: Optional[Dict[str, Any]] = None, tracker: NullTracker = NullTracker(),
-                  reference_head: bool = False, compile_model: Optional[Dict[str, Any]] = None) -> Path:
+                  reference_head: bool = False, compile_model: Optional[Dict[str, Any]] = None, cuda_graphs: bool = False) -> Path:
         from models.biaffine_parser import BiaffineDependencyParser
 
+        if cuda_graphs and config.lr_schedule != "constant":
+            raise ValueError(f"cuda_graphs records the learning rate with the step; lr_schedule {config.lr_schedule!r} changes it "
+                             f"(use 'constant', or leave cuda_graphs off)")
         device = resolve_device(device)
         if sla_parse not in SLA_PARSE_MODES:
             raise ValueError(f"sla_parse must be one of {SLA_PARSE_MODES}, got {sla_parse!r}")
@@ -266,6 +281,7 @@ class FinetuneUdParser(Step):
             config.batches_per_epoch or -(-len(lengths) // config.batch_size),
         )
         per_epoch = batches.batches_per_epoch
+        multiple = GRAPH_LENGTH_MULTIPLE if cuda_graphs else 1
         from transformers import get_constant_schedule, get_linear_schedule_with_warmup
 
         scheduler = (get_linear_schedule_with_warmup(optimizer, 0, config.epochs * per_epoch) if config.lr_schedule == "linear"
@@ -285,10 +301,11 @@ class FinetuneUdParser(Step):
 
         outcome = loop.train(loop.FinetuneTask(
             name="parser", model=model, optimizer=optimizer, scheduler=scheduler, batches=batches,
-            make_batch=lambda indices: loop.to_device(make_batch(splits["train"], indices), device),
+            make_batch=lambda indices: loop.to_device(make_batch(splits["train"], indices, multiple), device),
             loss=lambda model, batch: model(**batch).loss, clip_gradients=clip_gradients,
             train_fields=lambda totals: {"step": totals.steps, "train_loss": totals.loss / totals.batches if totals.batches else None},
             epochs=config.epochs, evaluate=dev_scores, metric=self.SELECTION_METRIC, patience=config.patience, evaluate_before_training=True,
+            cuda_graphs=cuda_graphs,
         ), self.work_dir, device, checkpoint_every, self.logger, tracker)
         history = outcome.history
         result = self._write_result(model, splits, labels, config, device, {
@@ -296,7 +313,7 @@ class FinetuneUdParser(Step):
             "encoder_config": {k: getattr(encoder.config, k, None) for k in
                                ("model_type", "syntax_attention", "hidden_size", "num_hidden_layers", "vocab_size")},
             "sla_parse": (sla_parse if needs_parse else "n/a"), "syntax_gat": syntax_gat, "reference_head": reference_head,
-            "compile_model": compile_model,
+            "compile_model": compile_model, "cuda_graphs": outcome.graphs,
             "training": asdict(config), "labels": labels,
             "sentences": {name: len(split) for name, split in splits.items()},
             "parameters": sum(p.numel() for p in model.parameters()),
