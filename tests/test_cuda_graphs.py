@@ -103,19 +103,35 @@ def test_padding_lengths_to_a_multiple_leaves_the_parser_unchanged(encoder_name,
         assert torch.allclose(ours.dep_labels[:, :words][theirs.mask], theirs.dep_labels[theirs.mask], atol=1e-5)
 
 
-def test_the_ud_step_keys_graphs_only_when_set_records_them_and_needs_a_constant_rate(plain_encoder, treebank_slice, tmp_path):
-    plain = make_step(plain_encoder, treebank_slice, config={"epochs": 1})
-    assert make_step(plain_encoder, treebank_slice, config={"epochs": 1}, cuda_graphs=False).unique_id == plain.unique_id
-    graphed = make_step(plain_encoder, treebank_slice, config={"epochs": 2}, cuda_graphs=True)
-    assert graphed.unique_id != make_step(plain_encoder, treebank_slice, config={"epochs": 2}).unique_id
-    metrics = json.loads((graphed.result(LocalWorkspace(tmp_path / "graphed")) / "metrics.json").read_text())
+@pytest.fixture(scope="module")
+def graphed_run(plain_encoder, treebank_slice, tmp_path_factory):
+    step = make_step(plain_encoder, treebank_slice, config={"epochs": 4}, cuda_graphs=True)
+    result = step.result(LocalWorkspace(tmp_path_factory.mktemp("graphed")))
+    return result, json.loads((result / "metrics.json").read_text())
+
+
+def test_the_ud_step_keys_graphs_only_when_set_records_them_and_needs_a_constant_rate(plain_encoder, treebank_slice, graphed_run,
+                                                                                      tmp_path):
+    plain = make_step(plain_encoder, treebank_slice, config={"epochs": 4})
+    assert make_step(plain_encoder, treebank_slice, config={"epochs": 4}, cuda_graphs=False).unique_id == plain.unique_id
+    assert make_step(plain_encoder, treebank_slice, config={"epochs": 4}, cuda_graphs=True).unique_id != plain.unique_id
+    _, metrics = graphed_run
     # On a CPU nothing is captured: every step ran eagerly on its shape's static tensors.
-    assert metrics["cuda_graphs"]["graphs"] == 0 and metrics["cuda_graphs"]["eager_steps"] == metrics["steps"] == 10
-    assert 1 <= metrics["cuda_graphs"]["shapes"] <= metrics["steps"]
+    assert metrics["cuda_graphs"]["graphs"] == 0 and metrics["cuda_graphs"]["eager_steps"] == metrics["steps"] == 20
+    assert 1 <= metrics["cuda_graphs"]["shapes"] < metrics["steps"]
     assert metrics["best_epoch"] is not None and all(record["train_loss"] > 0 for record in metrics["history"][1:])
     with pytest.raises(ValueError, match="lr_schedule 'linear'"):
         make_step(plain_encoder, treebank_slice, config={"epochs": 1, "lr_schedule": "linear"},
                   cuda_graphs=True).result(LocalWorkspace(tmp_path / "linear"))
+
+
+def test_a_graphed_run_killed_after_epoch_2_resumes_and_ends_identically(plain_encoder, treebank_slice, graphed_run, tmp_path,
+                                                                         resumed_run_matches):
+    """The static tensors and graphs are rebuilt after the resume, from the restored weights and optimizer."""
+    reference, _ = graphed_run
+    metrics = resumed_run_matches(lambda: make_step(plain_encoder, treebank_slice, config={"epochs": 4}, cuda_graphs=True),
+                                  tmp_path / "w", 2, reference)
+    assert metrics["resumed_from"] == [2] and metrics["cuda_graphs"]["eager_steps"] == 10  # this process's steps
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs are captured on a GPU only")

@@ -123,7 +123,8 @@ class GraphedTrainStep:
         self.optimizer.zero_grad(set_to_none=True)
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph, pool=self.pool):
+            # thread_local: CUDA calls of other threads (a tracker's, a loader's) may go on during the capture.
+            with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
                 loss = self._step(shape.inputs)
         except RuntimeError as error:
             self.capture = False
