@@ -103,14 +103,13 @@ def time_steps(encoder_dir: str, variant: str, split: Split, labels: int, steps:
     compile_module(model, compile_options)
     stream = train_batches(split)
     on_gpu = torch.device(device).type == "cuda"
+    order = [stream.next_epoch()[0] for _ in range(warmup + steps)]
     if variant == GRAPHED:
         step = GraphedTrainStep(lambda batch: model(**batch).loss, lambda: None, optimizer, torch.device(device))
-        order = [stream.next_epoch()[0] for _ in range(warmup + steps)]
         order = order[:warmup] + order[warmup:] * (step.warmup + 1) + order[warmup:]
         warmup = len(order) - steps
         multiple = GRAPH_LENGTH_MULTIPLE
     else:
-        order = [stream.next_epoch()[0] for _ in range(warmup + steps)]
         multiple = 1
 
         def step(batch):

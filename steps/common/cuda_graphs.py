@@ -25,7 +25,7 @@ the step, so a schedule that changes it cannot be graphed.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
 import torch
@@ -44,7 +44,7 @@ class _Shape:
     eager_steps: int = 0
     graph: Optional["torch.cuda.CUDAGraph"] = None
     loss: Optional[torch.Tensor] = None  # the graph's output: overwritten by every replay
-    replays: int = field(default=0)
+    replays: int = 0
 
 
 def shape_key(batch: Batch) -> ShapeKey:
@@ -99,11 +99,9 @@ class GraphedTrainStep:
             shape = self.shapes[key] = _Shape({name: torch.empty_like(value, device=self.device) for name, value in batch.items()})
         for name, value in batch.items():
             shape.inputs[name].copy_(value, non_blocking=True)
+        if shape.graph is None and self.capture and shape.eager_steps >= self.warmup:
+            self._record(shape)
         if shape.graph is not None:
-            shape.graph.replay()
-            shape.replays += 1
-            return shape.loss.clone()
-        if self.capture and shape.eager_steps >= self.warmup and self._record(shape):
             shape.graph.replay()
             shape.replays += 1
             return shape.loss.clone()
@@ -117,9 +115,9 @@ class GraphedTrainStep:
         torch.cuda.current_stream(self.device).wait_stream(self.side_stream)
         return loss
 
-    def _record(self, shape: _Shape) -> bool:
-        """Capture ``shape``'s step (recording runs nothing: the replay that follows is the step).
-        False, once and for all, if the step cannot be captured."""
+    def _record(self, shape: _Shape) -> None:
+        """Capture ``shape``'s step (recording runs nothing: the replay that follows is the step). If
+        the step cannot be captured, capture is off from then on."""
         self.optimizer.zero_grad(set_to_none=True)
         graph = torch.cuda.CUDAGraph()
         try:
@@ -132,9 +130,8 @@ class GraphedTrainStep:
             torch.cuda.synchronize(self.device)
             self.log.warning("the training step cannot be captured as a CUDA graph (%s); training goes on eagerly",
                              str(error).splitlines()[0])
-            return False
+            return
         shape.graph, shape.loss = graph, loss
-        return True
 
 
 __all__ = ["GraphedTrainStep", "shape_key"]
