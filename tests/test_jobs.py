@@ -142,3 +142,24 @@ def test_a_run_resumed_in_the_same_workspace_is_packed_again(tmp_path):
     jobs.pack(tmp_path / "gpu", tmp_path / "out", since)
     assert jobs.unpack(tmp_path / "out", tmp_path / "here") == [STOPPED]
     assert (tmp_path / "here" / "cache" / STOPPED / "work" / "checkpoint.pt").read_bytes() == b"step 43170"
+
+
+def test_a_stopped_entry_over_the_limit_stays_unless_the_limit_is_raised(tmp_path, monkeypatch, capsys):
+    """A stopped entry larger than --stopped-limit is named and left behind; `run` and `pack` both
+    take the limit, so a job that may carry more (a paper-head fine-tune's checkpoint) packs it."""
+    entry = tmp_path / "gpu" / "cache" / STOPPED
+    (entry / "work").mkdir(parents=True)
+    (entry / "work" / "checkpoint.pt").write_bytes(b"\0" * (3 * 2**20))
+    assert jobs.main(["pack", str(tmp_path / "kept"), "--stopped-limit", "2", "-w", str(tmp_path / "gpu")]) == 0
+    assert f"{STOPPED} stays here (stopped, 3 MiB over 2)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "kept" / jobs.MANIFEST).read_text()) == {}
+    assert jobs.main(["pack", str(tmp_path / "moved"), "--stopped-limit", "4", "-w", str(tmp_path / "gpu")]) == 0
+    assert jobs.unpack(tmp_path / "moved", tmp_path / "here") == [STOPPED]
+
+    limits = []
+    monkeypatch.setattr(jobs, "run_side_by_side", lambda commands, budget, logs: jobs.OUT_OF_TIME)
+    monkeypatch.setattr(jobs, "pack", lambda workspace, out, since, limit: limits.append(limit))
+    target = "experiments/smoke/wolof_m.jsonnet"
+    for extra, limit in (([], jobs.STOPPED_LIMIT_MIB), (["--stopped-limit", "200"], 200)):
+        assert jobs.main(["run", target, "--budget", "1", "--out", str(tmp_path / "out"), *extra]) == jobs.OUT_OF_TIME
+        assert limits.pop() == limit * 2**20

@@ -1,7 +1,7 @@
 """Long runs as short jobs that resume each other, on this machine or another one.
 
-    python tools/jobs.py run  FILE[:STEP,...] [FILE[:STEP,...] ...] --budget SECONDS [--out DIR] [-j N] [-w WORKSPACE]
-    python tools/jobs.py pack DIR --since UNIX_TIME [-w WORKSPACE]
+    python tools/jobs.py run  FILE[:STEP,...] [FILE[:STEP,...] ...] --budget SECONDS [--out DIR] [-j N] [--stopped-limit MIB] [-w WORKSPACE]
+    python tools/jobs.py pack DIR --since UNIX_TIME [--stopped-limit MIB] [-w WORKSPACE]
     python tools/jobs.py unpack DIR [-w WORKSPACE]
 
 ``run`` starts one process per target side by side (a model step leaves a GPU mostly idle, so
@@ -244,9 +244,12 @@ def main(argv=None) -> int:
     pack_parser = commands.add_parser("pack", help="pack the cache entries changed since --since")
     pack_parser.add_argument("out", type=Path)
     pack_parser.add_argument("--since", type=float, default=0.0)
-    pack_parser.add_argument("--stopped-limit", type=int, default=STOPPED_LIMIT_MIB, help="MiB a stopped entry may take")
     unpack_parser = commands.add_parser("unpack", help="check and unpack packed entries into the workspace's cache")
     unpack_parser.add_argument("folder", type=Path)
+    for sub in (run, pack_parser):
+        sub.add_argument("--stopped-limit", type=int, default=STOPPED_LIMIT_MIB,
+                         help=f"MiB a stopped entry may take to travel (default {STOPPED_LIMIT_MIB}; a stopped paper-head "
+                              "UD fine-tune holds ~180)")
     for sub in (run, pack_parser, unpack_parser):
         sub.add_argument("-w", "--workspace", type=Path, default=REPO / "workspace")
     args = parser.parse_args(argv)
@@ -265,7 +268,7 @@ def main(argv=None) -> int:
     status = run_side_by_side([target_command(t, args.workspace, args.parallel) for t in args.targets], args.budget,
                               args.out / "logs" if args.out else None)
     if args.out is not None:
-        pack(args.workspace, args.out, since)
+        pack(args.workspace, args.out, since, args.stopped_limit * 2**20)
     return status
 
 
