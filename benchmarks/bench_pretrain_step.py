@@ -27,8 +27,15 @@ batch already carries its SLA mask and P/T samples, as `pretrain_microbert`'s lo
 them (`models.prepared_inputs`); that row times what the training process is left with.
 
 A compiled row compiles the encoder as `pretrain_microbert` does (`compile_module`: dynamic
-sequence length) during its warm-up steps, which are not timed. Rows that differ only in the
-optimizer compile the same encoder graph, which Inductor's on-disk cache serves the second time.
+sequence length) during its warm-up steps, which are not timed; its first step, compile included,
+is recorded apart. Rows that differ only in the optimizer compile the same encoder graph, which
+Inductor's on-disk cache serves the second time. How long a condition takes to compile, from
+scratch and on a CPU (``--scalar-cpu-kernels``: Inductor's vectorised C++ fails to build on some
+boxes), one process a condition so that neither reuses the other's kernels:
+
+    for c in M MXPT-SLA; do python benchmarks/bench_pretrain_step.py --conditions $c --batch-size 64 --length 64 \\
+        --compile none default --compile-objectives --scalar-cpu-kernels --fresh-compile --optimizer fused \\
+        --steps 4 --warmup 2 --json docs/benchmarks/pretrain_compile_cpu.jsonl; done
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertModel
@@ -150,12 +158,16 @@ def count_ops(step) -> dict:
     return {"ops": counter.ops, "host_reads": counter.host_reads}
 
 
-def time_round_robin(steps_by_name: dict, warmup: int, steps: int) -> dict[str, list[float]]:
+def time_round_robin(steps_by_name: dict, warmup: int, steps: int, first_steps: Optional[dict] = None) -> dict[str, list[float]]:
     """Warm every model up, then time them in turns, so that drifting machine load (other processes on
-    a shared box) affects all of them alike."""
-    for step in steps_by_name.values():
-        for _ in range(warmup):
+    a shared box) affects all of them alike. ``first_steps`` gets each row's first warm-up step in
+    seconds: a compiled row's includes its compile."""
+    for name, step in steps_by_name.items():
+        for number in range(warmup):
+            start = time.perf_counter()
             step()
+            if number == 0 and first_steps is not None:
+                first_steps[name] = time.perf_counter() - start
     timings = {name: [] for name in steps_by_name}
     for _ in range(steps):
         for name, step in steps_by_name.items():
@@ -226,7 +238,7 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here (a .jsonl file: appended as one line)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "bf16"], help="µB rows in each")
     parser.add_argument("--optimizer", nargs="+", default=["default"], choices=["default", "fused"], help="AdamW kernel(s)")
@@ -234,6 +246,12 @@ def main(argv=None) -> None:
                         choices=["none", "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
                         help="torch.compile mode(s) of the encoder (none: eager)")
     parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend (CPU tests: aot_eager)")
+    parser.add_argument("--fresh-compile", action="store_true",
+                        help="compile from scratch: a new Inductor cache folder, FX-graph and AOTAutograd caches off (a "
+                             "compiled row's first step is then its whole compile)")
+    parser.add_argument("--scalar-cpu-kernels", action="store_true",
+                        help="Inductor generates scalar C++ (cpp.simdlen 0) on a CPU: its vectorised code fails to build "
+                             "with torch 2.13 on some boxes (docs/decisions.md, \"CPU tests compile with aot_eager\")")
     parser.add_argument("--compile-objectives", action="store_true",
                         help="compiled rows also compile the P and T losses (pretrain_microbert's compile_objectives, mode default)")
     parser.add_argument("--count-ops", action="store_true",
@@ -244,6 +262,18 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.scalar_cpu_kernels or args.fresh_compile:
+        import tempfile
+
+        from torch._functorch import config as functorch_config
+        from torch._inductor import config as inductor_config
+
+        if args.scalar_cpu_kernels:
+            inductor_config.cpp.simdlen = 0
+        if args.fresh_compile:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-")
+            inductor_config.fx_graph_cache = False
+            functorch_config.enable_autograd_cache = False
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     from steps.common.runtime import compile_module, compile_options, fused_adamw
@@ -293,7 +323,8 @@ def main(argv=None) -> None:
                 prepared = pack_batch(preparer(cpu_batch, args.seed)).unpack(device)
                 steps_by_name[f"µB-{condition}{suffix} (parse in loader)"] = make_step(
                     model, optimizer, prepared, lambda out: out.loss, autocast, device)
-    results = time_round_robin(steps_by_name, args.warmup, args.steps)
+    first_steps: dict[str, float] = {}
+    results = time_round_robin(steps_by_name, args.warmup, args.steps, first_steps)
     # After timing (a compiled row has compiled by now); a dispatch mode sees a compiled graph's calls too.
     op_counts = {name: count_ops(step) for name, step in steps_by_name.items()} if args.count_ops else {}
 
@@ -310,23 +341,35 @@ def main(argv=None) -> None:
     for name, median in medians.items():
         versus_m = f"{median / baseline_m:.2f}×" if baseline_m else "-"
         print(f"{name:<{width}}{median * 1e3:>10.1f}{args.batch_size / median:>10.1f}{versus_m:>10}{median / hf:>7.2f}×")
+    for name, seconds in first_steps.items():
+        if "compile" in name:
+            print(f"{name:<{width}} first step {seconds:.1f} s (its compile included)")
     for name, counted in op_counts.items():
         print(f"{name:<{width}}{counted['ops']:>6} aten calls, {counted['host_reads']:>3} host reads in one step")
     print(f"per masked target token ({targets} in the batch): "
           + ", ".join(f"{name} {seconds * 1e6:.0f} µs" for name, seconds in per_target.items()))
     print(f"load average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
     if args.json:
-        args.json.write_text(json.dumps({
+        record = {
             "batch_size": args.batch_size, "length": args.length, "vocab_size": args.vocab_size,
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "precision": args.precision, "optimizer": args.optimizer,
             "compile": args.compile_modes, "compile_backend": args.compile_backend, "compile_objectives": args.compile_objectives,
-            "steps": args.steps, "warmup": args.warmup,
+            "steps": args.steps, "warmup": args.warmup, "scalar_cpu_kernels": args.scalar_cpu_kernels,
+            "fresh_compile": args.fresh_compile,
+            "first_step_seconds": first_steps,
             "median_seconds": medians, "all_seconds": results, "op_counts": op_counts,
             "target_tokens": targets, "median_seconds_per_target_token": per_target,
             "load_average": list(load), "cpu_count": os.cpu_count(),
-        }, indent=2))
+            "command": "python benchmarks/bench_pretrain_step.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        }
+        if args.json.suffix == ".jsonl":  # a record of several runs: this one appended
+            from reporting.records import append_jsonl
+
+            append_jsonl(args.json, [record])
+        else:
+            args.json.write_text(json.dumps(record, indent=2))
 
 
 if __name__ == "__main__":

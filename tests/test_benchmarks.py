@@ -3,6 +3,7 @@ progress bar's last state rather than every redraw."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,24 +121,43 @@ def test_pretrain_step_benchmark_runs_every_gpu_lever_on_every_condition(tmp_pat
     assert "not recorded" in missing and "bench_pretrain_step.py --device cuda" in missing
 
 
-def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_path):
+def test_pretrain_step_benchmark_compiles_the_encoder_as_pretraining_does(tmp_path, monkeypatch):
     """The compile lever's rows (torch.compile of the encoder, `compile_module`) through the same
     code on CPU, with the aot_eager backend (no code generation): a trace failure of the MXPT-SLA
-    encoder shows here, not in a GPU job. The eager rows keep their names."""
+    encoder shows here, not in a GPU job. The eager rows keep their names; a compiled row's first
+    step (its compile) is recorded, and --fresh-compile and --scalar-cpu-kernels set Inductor up as
+    they say. A .jsonl record is appended, with its command."""
     import json
 
     import torch._dynamo
+    import torch._functorch.config
+    import torch._inductor.config
+
+    # What the flags change, put back after the test (the process goes on to other tests).
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    for config, name in ((torch._inductor.config, "fx_graph_cache"), (torch._functorch.config, "enable_autograd_cache"),
+                         (torch._inductor.config.cpp, "simdlen")):
+        monkeypatch.setattr(config, name, getattr(config, name))
 
     from benchmarks.bench_pretrain_step import lever_variants, main
 
     assert [suffix for suffix, *_ in lever_variants(["fp32", "bf16"], ["default"], ["none", "reduce-overhead"])] == [
         "", " [fp32, default, compile reduce-overhead]", " [bf16, default]", " [bf16, default, compile reduce-overhead]"]
-    out = tmp_path / "bench.json"
+    out = tmp_path / "bench.jsonl"
+    out.write_text('{"earlier": "record"}\n')
     torch._dynamo.reset()
-    main(["--steps", "1", "--warmup", "1", "--batch-size", "4", "--length", "24", "--vocab-size", "300", "--threads", "1",
-          "--conditions", "M", "MXPT-SLA", "--compile", "none", "reduce-overhead", "--compile-backend", "aot_eager",
-          "--parse-in-loader", "--compile-objectives", "--json", str(out)])
-    record = json.loads(out.read_text())
+    arguments = ["--steps", "1", "--warmup", "1", "--batch-size", "4", "--length", "24", "--vocab-size", "300", "--threads", "1",
+                 "--conditions", "M", "MXPT-SLA", "--compile", "none", "reduce-overhead", "--compile-backend", "aot_eager",
+                 "--parse-in-loader", "--compile-objectives", "--fresh-compile", "--scalar-cpu-kernels", "--json", str(out)]
+    main(arguments)
+    earlier, record = (json.loads(line) for line in out.read_text().splitlines())
+    assert earlier == {"earlier": "record"} and record["command"] == "python benchmarks/bench_pretrain_step.py " + " ".join(arguments)
+    assert record["fresh_compile"] and record["scalar_cpu_kernels"]
+    assert torch._inductor.config.cpp.simdlen == 0 and not torch._inductor.config.fx_graph_cache
+    assert not torch._functorch.config.enable_autograd_cache
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] != str(tmp_path / "inductor")
+    assert set(record["first_step_seconds"]) == set(record["median_seconds"])
+    assert all(seconds > 0 for seconds in record["first_step_seconds"].values())
     for condition in ("M", "MXPT-SLA"):
         for suffix in ("", " [fp32, default, compile reduce-overhead]"):
             assert record["median_seconds"][f"µB-{condition}{suffix}"] > 0, condition + suffix
