@@ -146,7 +146,8 @@ def test_a_run_resumed_in_the_same_workspace_is_packed_again(tmp_path):
 
 def test_a_stopped_entry_over_the_limit_stays_unless_the_limit_is_raised(tmp_path, monkeypatch, capsys):
     """A stopped entry larger than --stopped-limit is named and left behind; `run` and `pack` both
-    take the limit, so a job that may carry more (a paper-head fine-tune's checkpoint) packs it."""
+    take the limit, so a job that may carry more (a paper-head fine-tune's checkpoint) packs it.
+    `run` passes its --grace on too."""
     entry = tmp_path / "gpu" / "cache" / STOPPED
     (entry / "work").mkdir(parents=True)
     (entry / "work" / "checkpoint.pt").write_bytes(b"\0" * (3 * 2**20))
@@ -156,10 +157,22 @@ def test_a_stopped_entry_over_the_limit_stays_unless_the_limit_is_raised(tmp_pat
     assert jobs.main(["pack", str(tmp_path / "moved"), "--stopped-limit", "4", "-w", str(tmp_path / "gpu")]) == 0
     assert jobs.unpack(tmp_path / "moved", tmp_path / "here") == [STOPPED]
 
-    limits = []
-    monkeypatch.setattr(jobs, "run_side_by_side", lambda commands, budget, logs: jobs.OUT_OF_TIME)
+    limits, graces = [], []
+    monkeypatch.setattr(jobs, "run_side_by_side", lambda commands, budget, logs, grace: graces.append(grace) or jobs.OUT_OF_TIME)
     monkeypatch.setattr(jobs, "pack", lambda workspace, out, since, limit: limits.append(limit))
     target = "experiments/smoke/wolof_m.jsonnet"
-    for extra, limit in (([], jobs.STOPPED_LIMIT_MIB), (["--stopped-limit", "200"], 200)):
+    for extra, limit, grace in (([], jobs.STOPPED_LIMIT_MIB, jobs.GRACE_SECONDS), (["--stopped-limit", "200", "--grace", "240"], 200, 240)):
         assert jobs.main(["run", target, "--budget", "1", "--out", str(tmp_path / "out"), *extra]) == jobs.OUT_OF_TIME
-        assert limits.pop() == limit * 2**20
+        assert limits.pop() == limit * 2**20 and graces.pop() == grace
+
+
+def test_a_run_that_outlasts_its_grace_is_killed_and_named(tmp_path, capsys):
+    """Past the budget each run gets SIGINT; one still running --grace seconds later (a CPU epoch of
+    the paper's parser head takes minutes) is killed, and the job says which and why."""
+    deaf = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(300)"]
+    stops = [sys.executable, "-c", "import time; time.sleep(300)"]  # KeyboardInterrupt at the SIGINT
+    start = time.monotonic()
+    assert jobs.run_side_by_side([stops, deaf], budget=1, grace=2) == jobs.OUT_OF_TIME
+    assert 2 <= time.monotonic() - start < 60
+    out = capsys.readouterr().out
+    assert "run 1 did not stop within 2 s of its SIGINT and was killed" in out and "run 0 did not" not in out

@@ -1,6 +1,7 @@
 """Long runs as short jobs that resume each other, on this machine or another one.
 
-    python tools/jobs.py run  FILE[:STEP,...] [FILE[:STEP,...] ...] --budget SECONDS [--out DIR] [-j N] [--stopped-limit MIB] [-w WORKSPACE]
+    python tools/jobs.py run  FILE[:STEP,...] [FILE[:STEP,...] ...] --budget SECONDS [--grace SECONDS] [--out DIR] [-j N]
+                              [--stopped-limit MIB] [-w WORKSPACE]
     python tools/jobs.py pack DIR --since UNIX_TIME [--stopped-limit MIB] [-w WORKSPACE]
     python tools/jobs.py unpack DIR [-w WORKSPACE]
 
@@ -8,7 +9,8 @@
 several share one): ``FILE`` is ``tango run FILE`` and ``FILE:STEP,...`` is ``tango run FILE -s STEP
 ...``; either computes only what the cache lacks and the wanted results read (`steps.common.compat`:
 a machine given the cached pretraining data does not retrain the corpus parser above it). Past ``--budget`` seconds each process gets SIGINT: the training
-steps stop at their next step or epoch boundary with a checkpoint (see `steps/common/checkpoints.py`),
+steps stop at their next step or epoch boundary with a checkpoint (see `steps/common/checkpoints.py`;
+one still running ``--grace`` seconds later is killed and goes on from its previous checkpoint),
 so the same ``run`` later, here or on another machine given the packed entries, goes on from there.
 Exit status: 0 all done, 3 out of time (run it again), 1 a step failed. With ``--out``, each
 process's log goes to ``DIR/<n>.log`` and the cache entries the run wrote are packed there.
@@ -46,7 +48,9 @@ from steps.common.releases import (  # noqa: E402
 )
 
 OUT_OF_TIME = 3
-GRACE_SECONDS = 30  # after SIGINT: a checkpoint of a paper-size model takes a few seconds to write
+# After SIGINT: a checkpoint of a paper-size model takes a few seconds to write, and a GPU epoch of
+# fine-tuning ~10 s; a CPU epoch of the paper's parser head can take minutes (give it --grace).
+GRACE_SECONDS = 30
 PART_BYTES = 15 * 2**20
 MANIFEST = "jobs-manifest.json"
 STOPPED_LIMIT_MIB = 32
@@ -89,8 +93,10 @@ def _group_alive(process: subprocess.Popen) -> bool:
     return True
 
 
-def run_side_by_side(commands: Sequence[List[str]], budget: float, log_dir: Optional[Path] = None) -> int:
-    """Run the commands at once; past ``budget`` seconds SIGINT them (SIGKILL after the grace).
+def run_side_by_side(commands: Sequence[List[str]], budget: float, log_dir: Optional[Path] = None,
+                     grace: float = GRACE_SECONDS) -> int:
+    """Run the commands at once; past ``budget`` seconds SIGINT them, and SIGKILL those still running
+    ``grace`` seconds later (they lose what they did since their last checkpoint, and say so).
     Returns 0, 1 (a command failed) or OUT_OF_TIME."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     logs = []
@@ -114,10 +120,13 @@ def run_side_by_side(commands: Sequence[List[str]], budget: float, log_dir: Opti
     finally:
         for p in processes:
             _signal_group(p, signal.SIGINT)
-        grace = time.monotonic() + GRACE_SECONDS
-        while time.monotonic() < grace and any(_group_alive(p) for p in processes):
+        end_of_grace = time.monotonic() + grace
+        while time.monotonic() < end_of_grace and any(_group_alive(p) for p in processes):
             time.sleep(0.5)
-        for p in processes:
+        for number, p in enumerate(processes):
+            if _group_alive(p):
+                print(f"jobs: run {number} did not stop within {grace:.0f} s of its SIGINT and was killed; it goes on "
+                      f"from its last checkpoint (a longer --grace lets a step reach its next boundary)", flush=True)
             _signal_group(p, signal.SIGKILL)
             p.wait()
         for number, _ in enumerate(commands):
@@ -241,6 +250,9 @@ def main(argv=None) -> int:
     run.add_argument("--budget", type=float, required=True, help="seconds before the runs are stopped at their next boundary")
     run.add_argument("--out", type=Path, help="where logs and the packed entries go")
     run.add_argument("-j", "--parallel", type=int, default=1, help="steps each target runs at once (tango run -j)")
+    run.add_argument("--grace", type=float, default=GRACE_SECONDS,
+                     help=f"seconds a run has after its SIGINT to reach a step or epoch boundary before it is killed "
+                          f"(default {GRACE_SECONDS})")
     pack_parser = commands.add_parser("pack", help="pack the cache entries changed since --since")
     pack_parser.add_argument("out", type=Path)
     pack_parser.add_argument("--since", type=float, default=0.0)
@@ -266,7 +278,7 @@ def main(argv=None) -> int:
         return 0
     since = time.time()
     status = run_side_by_side([target_command(t, args.workspace, args.parallel) for t in args.targets], args.budget,
-                              args.out / "logs" if args.out else None)
+                              args.out / "logs" if args.out else None, args.grace)
     if args.out is not None:
         pack(args.workspace, args.out, since, args.stopped_limit * 2**20)
     return status
