@@ -261,7 +261,7 @@ def main(argv=None) -> int:
     for sub in (run, pack_parser):
         sub.add_argument("--stopped-limit", type=int, default=STOPPED_LIMIT_MIB,
                          help=f"MiB a stopped entry may take to travel (default {STOPPED_LIMIT_MIB}; a stopped paper-head "
-                              "UD fine-tune holds ~180)")
+                              "UD fine-tune holds ~181)")
     for sub in (run, pack_parser, unpack_parser):
         sub.add_argument("-w", "--workspace", type=Path, default=REPO / "workspace")
     args = parser.parse_args(argv)
