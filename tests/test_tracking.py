@@ -9,7 +9,8 @@ import pytest
 from tango.workspaces import LocalWorkspace
 
 from steps.common.data_root import DataPath
-from steps.common.tracking import run_labels, tracking_enabled
+from steps.common import tracking
+from steps.common.tracking import NullTracker, run_labels, tracked_run, tracking_enabled
 from steps.finetune.ner import FinetuneNer, NerConfig
 from steps.finetune.pronto import FinetunePronto, PrOntoConfig
 from steps.finetune.ud_parser import FinetuneUdParser, ParserTrainingConfig
@@ -32,6 +33,23 @@ def test_switch_and_labels(monkeypatch):
     assert run_labels(None, "pretrain", None) == {"name": "pretrain", "group": None}
     with pytest.raises(ValueError, match="unknown wandb label"):
         run_labels({"lang": "wolof"}, "ner", 1)
+
+
+def test_a_machine_without_wandb_trains_untracked_and_says_so_once(monkeypatch, caplog):
+    """Tracking on by default, W&B not installed (a GPU image without it): the step runs with the
+    null tracker and one warning naming the package and the switch, instead of failing at its start."""
+    import sys
+
+    monkeypatch.delenv("SIB_WANDB")
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
+    tracking._warn_untracked.cache_clear()
+    with caplog.at_level("WARNING", logger="steps.common.tracking"):
+        for _ in range(2):
+            with tracked_run(object(), LABELS, "ner", {}, seed=42) as tracker:
+                assert type(tracker) is NullTracker and tracker.run is None
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "wandb cannot be imported" in warning and "training untracked" in warning and "SIB_WANDB=off" in warning
 
 
 def offline_runs(workspace_dir):

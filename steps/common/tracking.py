@@ -8,6 +8,8 @@ On by default and **offline** (``WANDB_MODE=offline`` unless set; ``wandb sync <
 later), writing under ``<workspace>/wandb/``. Off with one setting: ``SIB_WANDB=off`` in the
 environment, or the step argument ``wandb: false``. The argument is in each step's
 ``SKIP_ID_ARGUMENTS``: watching a run never changes its result, so it never re-keys a step.
+Where ``wandb`` is not installed, a step says so once and trains untracked: a missing observer
+must not stop a long run.
 
 A run is named ``<language>-<condition>-<scale>-<task>-s<seed>`` and grouped by experiment
 (``<language>-<condition>-<scale>``; ``WANDB_RUN_GROUP`` overrides). The labels come from the
@@ -21,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Iterator, Mapping, Optional, Union
 
@@ -88,15 +91,27 @@ def _runs_dir(step) -> Path:
     return Path(workspace_dir) if workspace_dir is not None else Path(step.work_dir)
 
 
+@lru_cache(maxsize=None)
+def _warn_untracked(reason: str) -> None:
+    """One warning a process (per reason): tracking is on, but W&B cannot be imported."""
+    logger.warning("W&B tracking is on but wandb cannot be imported (%s): training untracked; "
+                   "pip install -r requirements.txt, or %s=off to say so", reason, WANDB_SWITCH_ENV)
+
+
 @contextmanager
 def tracked_run(step, setting: WandbSetting, task: str, config: Mapping[str, Any], seed: Optional[int] = None
                 ) -> Iterator[NullTracker]:
     """A W&B run for one execution of a training ``step`` (see the module docstring), finished on
-    exit; a `NullTracker` when tracking is off."""
+    exit; a `NullTracker` when tracking is off or W&B is not installed."""
     if not tracking_enabled(setting):
         yield NullTracker()
         return
-    import wandb
+    try:
+        import wandb
+    except ImportError as missing:
+        _warn_untracked(str(missing))
+        yield NullTracker()
+        return
 
     os.environ.setdefault("WANDB_MODE", "offline")
     labels = run_labels(setting, task, seed)
