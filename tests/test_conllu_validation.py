@@ -166,3 +166,22 @@ def test_a_missing_validator_is_named_with_its_install_command(slice_text, tmp_p
             validate.official_errors(slice_text.splitlines(), "dev.conllu")
     finally:
         validate._validator.cache_clear()
+
+
+def test_a_missing_dependency_of_the_validator_is_named(slice_text, monkeypatch):
+    """udtools installed without its own udapi (wheels carried without their dependencies): the
+    line names udapi, not udtools, which is there."""
+    import sys
+
+    from steps.data import validate
+
+    for name in [name for name in sys.modules if name.split(".")[0] in ("udtools", "udapi")]:
+        monkeypatch.delitem(sys.modules, name)  # so that udtools is imported afresh, and fails
+    monkeypatch.setitem(sys.modules, "udapi", None)
+    validate._validator.cache_clear()
+    try:
+        with pytest.raises(ModuleNotFoundError, match=r"^the official UD validator cannot be imported: udtools needs udapi, "
+                                                      r"which is not installed; pip install -r requirements.txt$"):
+            validate.official_errors(slice_text.splitlines(), "dev.conllu")
+    finally:
+        validate._validator.cache_clear()

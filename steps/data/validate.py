@@ -103,12 +103,17 @@ class ConlluText:
 
 
 def _require_udtools() -> None:
-    """Fail in one line, naming the package, where the validator is not installed."""
+    """Fail in one line, naming the missing package, where the validator cannot be imported."""
     try:
         import udtools.state  # noqa: F401
     except ImportError as missing:
-        raise ModuleNotFoundError("the official UD validator is not installed: udtools (requirements.txt); "
-                                  "pip install -r requirements.txt") from missing
+        absent = (missing.name or "udtools").split(".")[0]
+        if absent == "udtools":
+            raise ModuleNotFoundError("the official UD validator is not installed: udtools (requirements.txt); "
+                                      "pip install -r requirements.txt") from missing
+        # udtools is there but one of its own packages is not (a machine given wheels without their dependencies).
+        raise ModuleNotFoundError(f"the official UD validator cannot be imported: udtools needs {absent}, which is not "
+                                  "installed; pip install -r requirements.txt") from missing
 
 
 @lru_cache(maxsize=1)
