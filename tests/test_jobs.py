@@ -25,6 +25,15 @@ def test_runs_past_their_budget_are_stopped_with_sigint_and_say_run_again(tmp_pa
     assert jobs.run_side_by_side([[sys.executable, "-c", "raise SystemExit(2)"]], budget=30) == 1
 
 
+def test_a_failed_run_says_how_it_ended(capsys):
+    # A run the kernel kills (its out-of-memory killer sends SIGKILL) is named as killed, not only "failed".
+    killed = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    assert jobs.run_side_by_side([killed, [sys.executable, "-c", "raise SystemExit(2)"]], budget=30) == 1
+    printed = capsys.readouterr().out
+    assert "jobs: failed (killed by SIGKILL; out of memory? dmesg says): " in printed
+    assert "jobs: failed (exit status 2): " in printed
+
+
 def test_the_processes_a_run_started_are_stopped_with_it(tmp_path):
     # `tango run -j` runs each step in a child process: the child, not the run, writes the checkpoint.
     marker = tmp_path / "checkpoint"

@@ -135,10 +135,21 @@ def run_side_by_side(commands: Sequence[List[str]], budget: float, log_dir: Opti
     if status == OUT_OF_TIME:
         print(f"jobs: the budget of {budget:.0f} s is spent; run the same command again to go on", flush=True)
         return OUT_OF_TIME
-    failed = [" ".join(c) for c, p in zip(commands, processes) if p.returncode != 0]
-    for command in failed:
-        print(f"jobs: failed: {command}", flush=True)
+    failed = [(c, p.returncode) for c, p in zip(commands, processes) if p.returncode != 0]
+    for command, returncode in failed:
+        print(f"jobs: failed ({how_it_ended(returncode)}): {' '.join(command)}", flush=True)
     return 1 if failed else 0
+
+
+def how_it_ended(returncode: int) -> str:
+    """A failed run's exit in words; a run killed from outside (before its budget) says by what."""
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else f"signal {-returncode}"
+    if -returncode == signal.SIGKILL:
+        # Nothing here sends SIGKILL before the budget is spent: on Linux it is most often the kernel's OOM killer.
+        return f"killed by {name}; out of memory? dmesg says"
+    return f"killed by {name}"
 
 
 def _entry_files(entry: Path, finished: bool) -> Dict[str, str]:
