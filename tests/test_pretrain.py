@@ -242,7 +242,7 @@ def test_recomputed_activations_train_the_same_weights_under_the_same_key(pretra
     from models.modeling_microbert import MicroBertLayer
 
     settings = dict(max_steps=4, validate_every=2, checkpoint_every=10)
-    kept = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", **settings)
+    kept = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", step_args={"activation_checkpointing": False}, **settings)
     recomputed = make_step(pretraining_data, tokenizer_dir, "MXPT-SLA", step_args={"activation_checkpointing": True}, **settings)
     assert recomputed.unique_id == kept.unique_id
     expected = kept.result(LocalWorkspace(tmp_path / "kept"))
@@ -268,6 +268,25 @@ def test_recomputed_activations_train_the_same_weights_under_the_same_key(pretra
     ours = encoder_weights(recomputed.result(LocalWorkspace(tmp_path / "small")))
     assert sum(calls) == 4 * layers
     assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
+def test_activation_checkpointing_is_on_by_default_where_the_device_has_little_memory(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):
+    """Unset, the memory lever follows the training device's memory: on under 64 GiB (a 24 GB
+    machine ran out without it), off on an 80 GB GPU or where the memory is unknown; a setting wins.
+    The cache key is the same throughout, and the metrics record what ran."""
+    import steps.pretrain.pretrain as pretrain
+
+    cpu, GiB = torch.device("cpu"), 2**30
+    assert pretrain.device_memory(cpu) > 0  # this machine's, read from the system
+    for memory, expected in ((24 * GiB, True), (80 * GiB, False), (None, False)):
+        monkeypatch.setattr(pretrain, "device_memory", lambda device, memory=memory: memory)
+        assert pretrain.wants_activation_checkpointing(None, cpu) is expected
+        assert pretrain.wants_activation_checkpointing(True, cpu) and not pretrain.wants_activation_checkpointing(False, cpu)
+    monkeypatch.setattr(pretrain, "device_memory", lambda device: 24 * GiB)
+    settings = dict(max_steps=2, validate_every=2, checkpoint_every=10)
+    unset = make_step(pretraining_data, tokenizer_dir, "M", **settings)
+    assert unset.unique_id == make_step(pretraining_data, tokenizer_dir, "M", step_args={"activation_checkpointing": False}, **settings).unique_id
+    assert read_metrics(unset.result(LocalWorkspace(tmp_path / "ws")))["activation_checkpointing"] is True
 
 
 def test_a_non_finite_loss_stops_the_run_at_its_step_before_any_checkpoint(pretraining_data, tokenizer_dir, tmp_path, monkeypatch):

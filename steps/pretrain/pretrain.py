@@ -209,6 +209,32 @@ LOADER_PREFETCH = 32
 CHECKPOINT_FROM_SCORE_ELEMENTS = 2**27
 
 
+# Below this much memory on the training device, `activation_checkpointing`'s default (None) turns it
+# on: a paper-scale µB-MXPT-SLA pretraining was killed for memory on a 24 GB machine without it and
+# ran in 16-22 GB with it (docs/pretraining.md, "Memory"); an 80 GB GPU needs none.
+AUTO_CHECKPOINTING_BELOW_BYTES = 64 * 2**30
+
+
+def device_memory(device: torch.device) -> Optional[int]:
+    """Bytes of memory the training device has: the GPU's own, else the machine's (None: unknown)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system
+        return None
+
+
+def wants_activation_checkpointing(setting: Optional[bool], device: torch.device) -> bool:
+    """The step's ``activation_checkpointing``: as set, or (None) on where the device has less than
+    `AUTO_CHECKPOINTING_BELOW_BYTES`. Only batches past `CHECKPOINT_FROM_SCORE_ELEMENTS` recompute,
+    and the weights are the same either way, so the choice is left to the machine."""
+    if setting is not None:
+        return bool(setting)
+    memory = device_memory(device)
+    return memory is not None and memory < AUTO_CHECKPOINTING_BELOW_BYTES
+
+
 class ActivationCheckpointing:
     """Keep only each encoder layer's input for the backward pass and recompute the rest there, for
     the batches large enough to need it (`CHECKPOINT_FROM_SCORE_ELEMENTS`).
@@ -368,7 +394,8 @@ class PretrainMicrobert(Step):
     ``device``, ``loader_workers`` (processes that collate batches ahead of the loop,
     `micro_batch_loader`; worth it on a GPU; at most one per core), ``activation_checkpointing`` (each encoder layer's
     activations recomputed in the backward pass instead of kept: the memory lever of a machine whose
-    memory a paper-scale batch outgrows, `ActivationCheckpointing`), ``parse_inputs_in_loader`` (the SLA mask and P/T
+    memory a paper-scale batch outgrows, `ActivationCheckpointing`; by default on where the device has
+    under 64 GiB, `wants_activation_checkpointing`), ``parse_inputs_in_loader`` (the SLA mask and P/T
     samples built with the batch, `models.prepared_inputs`, instead of in the model's forward: the
     same draws, bit for bit on a CPU), ``sync_every`` and ``stall_seconds`` (`TrainingWatch`)
     change how the run is watched and where it runs, not its result, so they are left out of the
@@ -408,7 +435,7 @@ class PretrainMicrobert(Step):
         compile_encoder: Optional[Dict[str, Any]] = None,
         parse_inputs_in_loader: bool = True,
         compile_objectives: Optional[Dict[str, Any]] = None,
-        activation_checkpointing: bool = False,
+        activation_checkpointing: Optional[bool] = None,
     ) -> Path:
         if loader_workers < 0:
             raise ValueError(f"loader_workers must be ≥ 0, not {loader_workers}")
@@ -444,12 +471,13 @@ class PretrainMicrobert(Step):
 
     def _pretrain(self, data, tokenizer_dir: Path, condition, overrides, config: PretrainingConfig, use_wandb, device, loader_workers=0,
                   soft_label_table=None, precision="fp32", fused_optimizer=False, watch=None, compile_encoder=None,
-                  parse_inputs_in_loader=True, compile_objectives=None, activation_checkpointing=False):
+                  parse_inputs_in_loader=True, compile_objectives=None, activation_checkpointing=None):
         from models import parse_condition
         from models.objectives import objective_sizes
         from models.prepared_inputs import ParseInputs
 
         device = resolve_device(device)
+        activation_checkpointing = wants_activation_checkpointing(activation_checkpointing, device)
         tokenizer = load_tokenizer(tokenizer_dir)
         xpos_labels = list(data["xpos_labels"])
         parsed = parse_condition(condition)
