@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 from typing import Any, Iterator, Optional
 
 import torch
@@ -39,6 +40,16 @@ def resolve_device(device: Optional[str] = "auto") -> torch.device:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} asked for, but torch sees no GPU here; use \"auto\" or \"cpu\"")
     return torch.device(device)
+
+
+def device_memory(device: torch.device) -> Optional[int]:
+    """Bytes of memory a device has: the GPU's own, else the machine's (None: unknown)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system
+        return None
 
 
 def fused_adamw(params: Any, **settings: Any) -> torch.optim.AdamW:

@@ -36,7 +36,9 @@ from steps.common.batching import bucketed_batches
 from steps.pretrain.collate import PretrainingCollator, collate_batches
 from steps.pretrain.packing import PackedBatch, pack_batch
 from steps.common.formats import DirectoryFormat
-from steps.common.runtime import compile_module, compile_options, derived_seed, fused_adamw, resolve_device, torch_threads
+from steps.common.runtime import (
+    compile_module, compile_options, derived_seed, device_memory, fused_adamw, resolve_device, torch_threads,
+)
 from steps.common.tracking import WandbSetting, tracked_run
 from steps.common.training import StopAtBoundary, TrainingHarness, check_finite_loss, read_back
 from steps.data.vocab import load_tokenizer
@@ -213,16 +215,6 @@ CHECKPOINT_FROM_SCORE_ELEMENTS = 2**27
 # on: a paper-scale µB-MXPT-SLA pretraining was killed for memory on a 24 GB machine without it and
 # ran in 16-22 GB with it (docs/pretraining.md, "Memory"); an 80 GB GPU needs none.
 AUTO_CHECKPOINTING_BELOW_BYTES = 64 * 2**30
-
-
-def device_memory(device: torch.device) -> Optional[int]:
-    """Bytes of memory the training device has: the GPU's own, else the machine's (None: unknown)."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).total_memory
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # not a POSIX system
-        return None
 
 
 def wants_activation_checkpointing(setting: Optional[bool], device: torch.device) -> bool:
