@@ -528,12 +528,17 @@ def release_downstream(folder: Path) -> List[Entry]:
 
 
 def write_downstream(folder: Path, cells: Sequence[Entry]) -> None:
-    """Record a release's downstream cells (release_downstream reads them back)."""
+    """Record a release's downstream cells (release_downstream reads them back), dev and test at the
+    card's two decimals, so a row from this cache and one kept from an earlier record read alike."""
     from steps.common.releases import DOWNSTREAM_FILE
 
-    rows = [{key: getattr(c, key) for key in DOWNSTREAM_FIELDS}
+    rows = [{key: _two_decimals(getattr(c, key)) if key in ("dev", "test") else getattr(c, key) for key in DOWNSTREAM_FIELDS}
             for c in sorted(cells, key=_cell_order)]
     (Path(folder) / DOWNSTREAM_FILE).write_text(json.dumps({"cells": rows}, indent=2) + "\n")
+
+
+def _two_decimals(figure: Optional[float]) -> Optional[float]:
+    return None if figure is None else round(float(figure), 2)
 
 
 def earlier_rows(cached: Sequence[Entry], earlier: Sequence[Entry]) -> List[Entry]:

@@ -471,6 +471,18 @@ def test_a_release_s_downstream_figures_are_data_outside_its_hash(small_cache, t
     assert "\n" not in str(stopped.value)
 
 
+def test_downstream_figures_are_written_at_the_card_s_two_decimals(tmp_path):
+    """A cell from the cache (full precision) and one kept from an earlier record (two decimals) are
+    written alike; a missing figure stays missing."""
+    cells = [cache.Entry("", "cell", "", task="ud_parsing", scale="gpu-paper", seed=46, dev=76.10224355396808,
+                         test=77.22976643128735, metric="las"),
+             cache.Entry("", "cell", "", task="ner", scale="gpu-paper", seed=42, dev=90.49, test=None, metric="f1")]
+    cache.write_downstream(tmp_path, cells)
+    rows = json.loads((tmp_path / "downstream.json").read_text())["cells"]
+    assert [(r["task"], r["dev"], r["test"]) for r in rows] == [("ner", 90.49, None), ("ud_parsing", 76.1, 77.23)]
+    assert [(c.seed, c.dev, c.test) for c in cache.release_downstream(tmp_path)] == [(42, 90.49, None), (46, 76.1, 77.23)]
+
+
 def test_a_release_is_refused_when_its_record_or_declared_step_does_not_hold(small_cache, tmp_path):
     from steps.common.releases import ReleaseRefused, digest_of, restore_release, sha256_of
 
