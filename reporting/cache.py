@@ -623,7 +623,12 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
             raise SystemExit(f"{folder.name}: a stopped step that is not a pretraining; only encoders are released")
         entry = Entry(folder.name, "encoder", stopped.step_class, language=stopped.language, condition=stopped.condition,
                       scale=stopped.scale, seed=stopped.seed, steps=stopped.steps)
-    language = entry.language or _language_upstream(folder.name, step_infos(workspace_dir)) or "unknown"
+    language = entry.language or _language_upstream(folder.name, step_infos(workspace_dir))
+    if language is None:
+        # A restored entry has no step record until a run meets it: its card would lose its language
+        # and labels, and the release would land beside the one it came from, under "unknown".
+        raise SystemExit(f"{folder.name}: this workspace does not record which experiment file builds it (a restored "
+                         "entry has no step record), so its language and labels are unknown; pass --experiments FILE")
     default = f"{(entry.condition or 'encoder').lower().replace(' ', '_')}-{entry.scale or 'unknown'}-s{entry.seed}"
     out = Path(root) / language / ((name or default) + ("-partial" if kind == "checkpoint" else ""))
     step = {"step_class": entry.step_class, "config": config, "language": language, "condition": entry.condition,

@@ -366,6 +366,10 @@ def test_a_release_restored_on_a_fresh_workspace_goes_straight_to_fine_tuning(sm
     rows = [line for line in card.split("## Downstream")[1].split("## Load")[0].splitlines() if line.startswith("| pronto")]
     recorded = json.loads((released / "downstream.json").read_text())["cells"]
     assert rows and len(recorded) == len(rows) and all(cell["test"] is not None for cell in recorded)
+    # Without the file that built it, the fresh cache cannot label the entry: refused in one line, nothing written.
+    with pytest.raises(SystemExit, match="pass --experiments FILE") as refused:
+        cache.main(["release", step.unique_id[:30], "--workspace", str(fresh), "--root", str(tmp_path / "releases")])
+    assert "\n" not in str(refused.value) and not (tmp_path / "releases" / "unknown").exists()
     assert cache.main(["release", step.unique_id[:30], "--workspace", str(fresh), "--root", str(tmp_path / "releases"),
                        "--experiments", str(experiment)]) == 0
     again = (released / "README.md").read_text()
