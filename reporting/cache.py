@@ -425,11 +425,12 @@ def resolve_entry(workspace_dir: Path, key: str, stopped: bool = False) -> Path:
 
 def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], stock: bool,
                downstream: Sequence[Entry] = (), release: Optional[Dict[str, Any]] = None,
-               earlier: Sequence[Entry] = ()) -> str:
+               earlier: Sequence[Entry] = (), committed: Sequence[Entry] = ()) -> str:
     """The encoder's model card in the Hugging Face card format (YAML metadata, then prose): language,
     data and licences, tokens, steps, dev MLM loss, downstream figures with their seeds, how to load
-    it, and (for a release) its content hash and how to restore it into a cache. ``earlier``: the
-    release's recorded cells that this cache lacks, marked as such."""
+    it, and (for a release) its content hash and how to restore it into a cache. ``committed``: cells
+    of the committed predictions fine-tuned from these weights, ``earlier``: the release's recorded
+    cells that neither this cache nor the predictions have; each marked as such."""
     from reporting.languages import languages
 
     facts = languages().get(entry.language or "", {})
@@ -452,9 +453,12 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
               "datasets: [universal_dependencies, wikipedia]", "---", ""]
     # A cell's scale names its fine-tuning (gpu-<regime> for a paper-scale file's, a grid's regime),
     # so one encoder's cells under two regimes read apart.
-    marked = [(c, "") for c in downstream] + [(c, EARLIER_MARK) for c in earlier]
+    marked = [(c, "") for c in downstream] + [(c, COMMITTED_MARK) for c in committed] + [(c, EARLIER_MARK) for c in earlier]
     rows = [f"| {c.task} | {c.scale or '—'} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)}{mark} | {c.metric} |"
             for c, mark in sorted(marked, key=lambda cm: _cell_order(cm[0]))]
+    if committed:
+        rows += ["", f"{COMMITTED_MARK.strip()} from the project's committed predictions (`docs/predictions/`, re-scorable there): "
+                     "fine-tuned from these weights (the same sha256) in a cache other than the one that wrote this card."]
     if earlier:
         rows += ["", f"{EARLIER_MARK.strip()} from this release's earlier card: fine-tuned in a cache other than the one that wrote this card."]
     body = [
@@ -502,8 +506,11 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
 
 
 # A release written again from another cache keeps the downstream cells it recorded before that
-# this cache lacks (a cell fine-tuned on another machine), marked on the card.
+# this cache lacks (a cell fine-tuned on another machine), marked on the card; a cell of the committed
+# predictions fine-tuned from the same weights is taken from there instead, marked apart.
 EARLIER_MARK = " †"
+COMMITTED_MARK = " ‡"
+PREDICTIONS = Path("docs/predictions")  # tools/export_predictions.py's record
 DOWNSTREAM_FIELDS = ("task", "scale", "seed", "dev", "test", "metric")
 
 
@@ -539,6 +546,28 @@ def write_downstream(folder: Path, cells: Sequence[Entry]) -> None:
 
 def _two_decimals(figure: Optional[float]) -> Optional[float]:
     return None if figure is None else round(float(figure), 2)
+
+
+def committed_cells(predictions: Path, weights_sha256: Optional[str]) -> List[Entry]:
+    """The cells of the committed predictions (``metrics.json`` files under ``predictions``, as
+    tools/export_predictions.py writes them) whose encoder's weights had this sha256; one per task,
+    scale and seed. Predictions exported without a weights hash match nothing."""
+    cells: List[Entry] = []
+    if weights_sha256 is None or not Path(predictions).is_dir():
+        return cells
+    for metrics_file in sorted(Path(predictions).rglob("metrics.json")):
+        try:
+            metrics = json.loads(metrics_file.read_text())
+        except ValueError as error:
+            raise SystemExit(f"{metrics_file}: not JSON ({error})") from None
+        if not isinstance(metrics, dict) or metrics.get("encoder_sha256") != weights_sha256:
+            continue
+        metric = metrics.get("primary_metric")
+        cell = Entry("", "cell", "", task=metrics.get("task"), scale=(metrics.get("cell") or {}).get("scale"),
+                     seed=metrics.get("seed"), metric=metric, dev=(metrics.get("dev") or {}).get(metric),
+                     test=(metrics.get("test") or {}).get(metric))
+        cells += earlier_rows(cells, [cell])
+    return cells
 
 
 def earlier_rows(cached: Sequence[Entry], earlier: Sequence[Entry]) -> List[Entry]:
@@ -602,9 +631,11 @@ PARTIAL_LIMIT = 25 * 2**20  # this much (model, optimizer and scheduler state)
 
 
 def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), name: Optional[str] = None,
-                  graphs: Optional[Sequence[FileGraph]] = None) -> Path:
+                  graphs: Optional[Sequence[FileGraph]] = None, predictions: Optional[Path] = PREDICTIONS) -> Path:
     """Write a cached encoder (or a stopped pretraining's checkpoint) as a release under
     ``root/<language>/<name>/`` (`steps.common.releases`) with its model card; returns the folder.
+    Its downstream figures are the cache's cells of the encoder, then the cells under ``predictions``
+    fine-tuned from the same weights (`committed_cells`), then the release's earlier record.
     Any other finished step (a tokenizer, the pretraining rows, a corpus parse) goes out the same
     way with a short card (`_step_release`): restored, it spares a machine the steps above it."""
     from steps.common.releases import entry_kind, write_release
@@ -639,9 +670,11 @@ def release_entry(workspace_dir: Path, key: str, root: Path = Path("releases"), 
         metrics = _read_metrics(out)
         stock = json.loads((out / "encoder" / "config.json").read_text()).get("model_type") == "bert"
         cached = downstream_cells(workspace_dir, folder.name, graphs)
-        earlier = earlier_rows(cached, recorded)
-        write_downstream(out, cached + earlier)
-        card = model_card(entry, metrics, config, stock, cached, record, earlier)
+        weights = record["files"].get("encoder/model.safetensors")
+        committed = earlier_rows(cached, committed_cells(predictions, weights)) if predictions is not None else []
+        earlier = earlier_rows(cached + committed, recorded)
+        write_downstream(out, cached + committed + earlier)
+        card = model_card(entry, metrics, config, stock, cached, record, earlier, committed)
     else:
         card = (f"# Stopped pretraining: {language} {entry.condition}, {entry.scale} scale, seed {entry.seed}\n\n"
                 f"The checkpoint of `{folder.name}` at optimizer step {entry.steps} of {stopped.total}: restore it "
@@ -768,6 +801,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     release.add_argument("--root", type=Path, default=Path("releases"), help="where releases go (default: ./releases)")
     release.add_argument("--name", help="the release folder's name (default: <condition>-<scale>-s<seed> for an encoder, "
                                         "else the step's name in the experiment files)")
+    release.add_argument("--predictions", type=Path, default=PREDICTIONS,
+                         help="committed predictions whose cells fine-tuned from the same weights join the card "
+                              "(default: ./docs/predictions)")
     restore = commands.add_parser("restore", parents=[common], help="put releases back as their steps' cache entries (checked first)")
     restore.add_argument("releases", nargs="+", type=Path, help="release folders (releases/<language>/<name>)")
     prune = commands.add_parser("prune", parents=[common], help="remove the cache entries no experiment file refers to (dry run unless --yes)")
@@ -792,7 +828,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "release":
         graphs = load_graphs(args.experiments, workspace_dir) if args.experiments else None
         record_steps(workspace_dir, args.experiments or ())
-        print(release_entry(workspace_dir, args.entry, args.root, args.name, graphs))
+        print(release_entry(workspace_dir, args.entry, args.root, args.name, graphs, args.predictions))
         return 0
     files = args.experiments or experiment_files()
     if args.command == "export":

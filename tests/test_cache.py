@@ -475,6 +475,47 @@ def test_a_release_s_downstream_figures_are_data_outside_its_hash(small_cache, t
     assert "\n" not in str(stopped.value)
 
 
+def test_a_release_takes_the_committed_predictions_of_its_own_weights(small_cache, tmp_path, capsys):
+    """tools/export_predictions.py records a cell's encoder by cache entry and by its weights' sha256.
+    Released again from a cache that lacks the cell, the encoder's card takes the cell from those
+    committed predictions (marked ‡) before its earlier card (†); predictions of other weights stay out."""
+    from tools.export_predictions import export_result
+
+    workspace, graphs = small_cache
+    experiment, graph = graphs["kept"]
+    encoder_id = graph["pretrained_model"].unique_id
+    released = _released(small_cache, tmp_path / "releases")
+    [recorded] = json.loads((released / "downstream.json").read_text())["cells"]
+    # A fine-tuning result as the cache holds it, with a prediction file to export.
+    result = tmp_path / "result"
+    shutil.copytree(workspace.step_dir(graph["pronto_s1"]) / "result", result)
+    assert json.loads((result / "metrics.json").read_text())["encoder"].startswith(str(workspace.dir))
+    (result / "predicted-test.bio").write_text("")
+    predictions = tmp_path / "predictions"
+    cell = {"scale": recorded["scale"], "table": "table7", "row": "M", "column": "spanish", "seed": recorded["seed"]}
+    export_result(result, predictions / "mine", cell=cell, cache_dir=workspace.dir / "cache")
+    exported = json.loads((predictions / "mine" / "metrics.json").read_text())
+    weights = json.loads((released / "release.json").read_text())["files"]["encoder/model.safetensors"]
+    assert (exported["encoder"], exported["cell"], exported["encoder_sha256"]) == (f"{encoder_id}/result", cell, weights)
+    (predictions / "other").mkdir()
+    (predictions / "other" / "metrics.json").write_text(json.dumps(dict(exported, encoder_sha256="0" * 64, cell=dict(cell, scale="other"))))
+
+    fresh = tmp_path / "fresh"
+    assert cache.main(["restore", str(released), "--workspace", str(fresh)]) == 0
+    first = (released / "README.md").read_text()
+    assert cache.main(["release", encoder_id[:30], "--workspace", str(fresh), "--root", str(tmp_path / "releases"),
+                       "--experiments", str(experiment), "--predictions", str(predictions)]) == 0
+    card = (released / "README.md").read_text()
+    [row] = [line for line in first.splitlines() if line.startswith("| pronto")]
+    assert [line for line in card.splitlines() if line.startswith("| pronto")] == [row.replace(" | accuracy |", " ‡ | accuracy |")]
+    assert "‡ from the project's committed predictions" in card and "†" not in card and "| other |" not in card
+    assert json.loads((released / "downstream.json").read_text())["cells"] == [recorded]
+    # Without them, the same release keeps the cell from its earlier record instead.
+    assert cache.main(["release", encoder_id[:30], "--workspace", str(fresh), "--root", str(tmp_path / "releases"),
+                       "--experiments", str(experiment), "--predictions", str(tmp_path / "none")]) == 0
+    assert " † | accuracy |" in (released / "README.md").read_text()
+
+
 def test_downstream_figures_are_written_at_the_card_s_two_decimals(tmp_path):
     """A cell from the cache (full precision) and one kept from an earlier record (two decimals) are
     written alike; a missing figure stays missing."""

@@ -405,6 +405,14 @@ def test_export_takes_the_paper_scale_cells_with_predictions_only(tmp_path):
     assert export_result(scores_only, tmp_path / "out") == [] and not (tmp_path / "out").exists()
 
 
+def test_export_names_an_encoder_by_its_cache_entry_and_no_machine_path():
+    from tools.export_predictions import encoder_entry
+
+    assert encoder_entry("/any/where/ws/cache/PretrainMicrobert-002-abc/result") == "PretrainMicrobert-002-abc/result"
+    assert encoder_entry("../ws/cache/RandomInitEncoder-001-xyz/result") == "RandomInitEncoder-001-xyz/result"
+    assert encoder_entry("bert-base-multilingual-cased") is None and encoder_entry("/models/cache") is None
+
+
 # --- the reference head (AllenNLP's embedder mix and variational dropout) -------------------------
 
 

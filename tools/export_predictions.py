@@ -9,6 +9,11 @@ workspace cache and holds predictions (an MLM-accuracy score has none), writes
 ``<out>/<scale>/<table>/<row>/<column>/seed<seed>/`` (`cell_folder`) with ``metrics.json`` and the
 ``predicted-{dev,test}.{conllu,bio}`` files there are, gzipped (``.gz``, no timestamp: the same
 predictions give the same bytes; a parse compresses about 8-fold, and the record stays small).
+
+The copied ``metrics.json`` names its encoder by cache entry (``<unique id>/result``, no machine
+path), and records the cell it fills (``cell``: scale, table, row, column, seed) and the sha256 of
+the encoder's weights as the workspace holds them (``encoder_sha256``). A release of those weights
+(``python -m reporting.cache release``) lists the committed cell among its downstream figures.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from typing import List, Optional, Sequence
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+CELL_FIELDS = ("scale", "table", "row", "column", "seed")  # a score cell's place in the tables
 PREDICTION_FILES = ("predicted-dev.conllu", "predicted-test.conllu", "predicted-dev.bio", "predicted-test.bio")
 
 
@@ -33,10 +39,31 @@ def write_gzip(source: Path, destination: Path) -> None:
         shutil.copyfileobj(raw, packed)
 
 
-def export_result(result: Path, destination: Path) -> List[str]:
-    """Copy one fine-tuning result's prediction files (gzipped) and metrics.json; an encoder named by
-    an absolute (cache) path is kept by its last component only, so no machine path is committed.
-    A result without prediction files (nothing to re-score) is not copied: returns []."""
+def encoder_entry(encoder: str) -> Optional[str]:
+    """``<unique id>/...`` of an encoder named by a path into a Tango cache (``.../cache/<id>/result``),
+    else None (an HF model name, a folder outside any cache)."""
+    parts = Path(encoder).parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == "cache":
+            return Path(*parts[i + 1:]).as_posix()
+    return None
+
+
+def encoder_weights(folder: Path) -> Optional[Path]:
+    """The weights file of an encoder folder, or of a pretraining result holding one in ``encoder/``."""
+    for candidate in (folder / "encoder" / "model.safetensors", folder / "model.safetensors"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def export_result(result: Path, destination: Path, cell: Optional[dict] = None, cache_dir: Optional[Path] = None) -> List[str]:
+    """Copy one fine-tuning result's prediction files (gzipped) and metrics.json. An encoder named by
+    a cache path is kept as ``<unique id>/result`` (any other absolute path by its last component),
+    so no machine path is committed; with ``cache_dir``, the sha256 of that entry's weights there is
+    recorded as ``encoder_sha256``, and ``cell`` (the score cell's scale, table, row, column and seed)
+    as ``cell``. A result without prediction files (nothing to re-score) is not copied: returns []."""
+    from steps.common.data_root import sha256_hex
     present = [name for name in PREDICTION_FILES if (result / name).exists()]
     if not present:
         return []
@@ -46,8 +73,18 @@ def export_result(result: Path, destination: Path) -> List[str]:
         write_gzip(result / name, destination / f"{name}.gz")
         copied.append(f"{name}.gz")
     metrics = json.loads((result / "metrics.json").read_text())
-    if isinstance(metrics.get("encoder"), str) and os.path.isabs(metrics["encoder"]):
-        metrics["encoder"] = Path(metrics["encoder"]).name
+    encoder = metrics.get("encoder")
+    if isinstance(encoder, str):
+        entry = encoder_entry(encoder)
+        if entry is not None:
+            metrics["encoder"] = entry
+            weights = encoder_weights(Path(cache_dir) / entry) if cache_dir is not None else None
+            if weights is not None:
+                metrics["encoder_sha256"] = sha256_hex(weights)
+        elif os.path.isabs(encoder):
+            metrics["encoder"] = Path(encoder).name
+    if cell is not None:
+        metrics["cell"] = {key: cell[key] for key in CELL_FIELDS}
     (destination / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return copied + ["metrics.json"]
 
@@ -90,7 +127,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             finetuned = step.kwargs["finetuned"]
             if finetuned not in workspace.step_cache:
                 continue
-            exported += bool(export_result(Path(workspace.step_cache[finetuned]), args.out / cell_folder(step.kwargs)))
+            exported += bool(export_result(Path(workspace.step_cache[finetuned]), args.out / cell_folder(step.kwargs),
+                                           cell=step.kwargs, cache_dir=args.workspace / "cache"))
     print(f"exported {exported} fine-tuning results to {args.out}")
     return 0
 
