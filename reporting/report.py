@@ -411,6 +411,7 @@ def finetune_benchmark_section(path: Path = FINETUNE_BENCHMARK_JSON) -> str:
     return head + markdown_table(["implementation", "median ms/step", "steps timed"], rows)
 
 
+SMOKE_COLD_JSON = Path("docs/benchmarks/smoke_cold.json")  # the README's two-minute run
 MAIN_COMMAND_JSON = Path("docs/benchmarks/main_command_cold.json")
 SECOND_CONDITION_JSON = Path("docs/benchmarks/second_condition.json")
 
@@ -712,18 +713,20 @@ def parser_against_encoder_section(cells, parser_las: Dict[str, Dict[str, float]
 
 def timing_section() -> str:
     rows = []
-    for label, path in (("cold (fresh workspace)", MAIN_COMMAND_JSON), ("second condition, same workspace", SECOND_CONDITION_JSON)):
+    for label, path in (("two-minute run, cold (fresh workspace)", SMOKE_COLD_JSON), ("cold (fresh workspace)", MAIN_COMMAND_JSON),
+                        ("second condition, same workspace", SECOND_CONDITION_JSON)):
         if not path.exists():
             continue
         record = json.loads(path.read_text())
         ran = [f"{name} {step.get('seconds', 0) / 60:.1f}" for name, step in record["steps"].items() if step["status"] == "ran"]
         cached = [name for name, step in record["steps"].items() if step["status"] == "cached"]
         rows.append((label, f"`{record['command']}`", record["wall_minutes"], record["returncode"],
-                     ", ".join(ran) or "—", ", ".join(cached) or "—"))
+                     ", ".join(ran) or "—", ", ".join(cached) or "—", record.get("date", "—")))
     if not rows:
         return "_not recorded: see benchmarks/time_experiment.py_\n"
     return ("Recorded with `benchmarks/time_experiment.py` (2 cores); step minutes are between Tango's start and "
-            "finish log lines.\n\n" + markdown_table(["run", "command", "wall min", "exit", "steps run (min)", "steps from cache"], rows))
+            "finish log lines. Boxes differ in speed (up to ~1.9×), so rows recorded on different dates compare "
+            "loosely.\n\n" + markdown_table(["run", "command", "wall min", "exit", "steps run (min)", "steps from cache", "recorded"], rows))
 
 
 def curves_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path], report_dir: Path,
@@ -1196,7 +1199,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
         ("Pretraining loader: the slowest batch of an epoch", loader_epoch_section()),
         ("Fine-tuning epochs on a GPU", gpu_finetune_section()),
         ("Fine-tuning step benchmark", finetune_benchmark_section()),
-        ("README main command: wall time", timing_section()),
+        ("README commands: wall time", timing_section()),
         ("Runs in progress", in_progress_section(unfinished_entries(workspace_dir, graphs))),
     ]
     intro = ["# Results\n",
