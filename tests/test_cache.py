@@ -440,7 +440,10 @@ def test_data_steps_released_and_restored_spare_a_fresh_machine_everything_above
 
 def _released(small_cache, root: Path) -> Path:
     workspace, graphs = small_cache
-    return cache.release_entry(workspace.dir, graphs["kept"][1]["pretrained_model"].unique_id, root)
+    # The file that built it labels the encoder (language, scale), as `release --experiments` does, so
+    # no test relies on an earlier one having left its graphs in the workspace's index.
+    labels = cache.load_graphs([graphs["kept"][0]], workspace.dir)
+    return cache.release_entry(workspace.dir, graphs["kept"][1]["pretrained_model"].unique_id, root, graphs=labels)
 
 
 def test_a_release_with_one_byte_flipped_is_refused_in_one_line(small_cache, tmp_path, capsys):
