@@ -50,11 +50,17 @@ def encoder_entry(encoder: str) -> Optional[str]:
 
 
 def encoder_weights(folder: Path) -> Optional[Path]:
-    """The weights file of an encoder folder, or of a pretraining result holding one in ``encoder/``."""
-    for candidate in (folder / "encoder" / "model.safetensors", folder / "model.safetensors"):
-        if candidate.is_file():
-            return candidate
-    return None
+    """The weights file of an encoder folder, or of a pretraining result holding one in ``encoder/``
+    (the folder the fine-tuning loaded: `resolve_encoder_dir`); None where there is none."""
+    from steps.finetune.encoders import resolve_encoder_dir
+
+    if not folder.exists():
+        return None
+    try:
+        weights = Path(resolve_encoder_dir(folder)) / "model.safetensors"
+    except FileNotFoundError:
+        return None
+    return weights if weights.is_file() else None
 
 
 def export_result(result: Path, destination: Path, cell: Optional[dict] = None, cache_dir: Optional[Path] = None) -> List[str]:
