@@ -8,8 +8,10 @@
         --json docs/benchmarks/second_condition.json
 
 The record (JSON) holds the command, wall seconds, per-step "ran" / "cached" and, for steps that
-ran, the seconds between Tango's "Starting step" and "Finished step" log lines; `python -m
-reporting.report` puts it into docs/RESULTS.md. The log is kept beside the JSON (``.log``).
+ran, the seconds between Tango's "Starting step" and "Finished step" log lines, and the box's
+speed probe taken just before the run (`benchmarks/box_speed.py`, ``box``), so that times from
+different boxes can be compared; `python -m reporting.report` puts it into docs/engineering.md.
+The log is kept beside the JSON (``.log``).
 """
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from benchmarks import box_speed  # noqa: E402
+
 STARTING = re.compile(r"Starting step \"(?P<step>[^\"]+)\"")
 FINISHED = re.compile(r"Finished (?:run for )?step \"(?P<step>[^\"]+)\"")
 CACHED = re.compile(r"Found output for step \"(?P<step>[^\"]+)\" in cache")
@@ -74,6 +79,7 @@ def main() -> int:
     if args.fresh and args.workspace.exists():
         shutil.rmtree(args.workspace)
     jobs = ["-j", str(args.jobs)] if args.jobs else []
+    box = box_speed.probe()  # before the run: nothing else of ours is using the cores yet
     command = ["tango", "--settings", str(REPO / "tango.yml"), "run", str(args.experiment), *jobs, "-w", f"local://{args.workspace.resolve()}"]
     log_path = args.json.with_suffix(".log")
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -108,6 +114,7 @@ def main() -> int:
         "wall_minutes": round(wall / 60, 2),
         "steps": parse_log(timed_lines),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "box": box,
         "date": datetime.date.today().isoformat(),
     }
     args.json.write_text(json.dumps(record, indent=2) + "\n")

@@ -720,13 +720,19 @@ def timing_section() -> str:
         record = json.loads(path.read_text())
         ran = [f"{name} {step.get('seconds', 0) / 60:.1f}" for name, step in record["steps"].items() if step["status"] == "ran"]
         cached = [name for name, step in record["steps"].items() if step["status"] == "cached"]
+        probe = record.get("box", {}).get("box_seconds")
         rows.append((label, f"`{record['command']}`", record["wall_minutes"], record["returncode"],
-                     ", ".join(ran) or "—", ", ".join(cached) or "—", record.get("date", "—")))
+                     ", ".join(ran) or "—", ", ".join(cached) or "—", record.get("date", "—"),
+                     "—" if probe is None else f"{probe:.2f}"))
     if not rows:
         return "_not recorded: see benchmarks/time_experiment.py_\n"
     return ("Recorded with `benchmarks/time_experiment.py` (2 cores); step minutes are between Tango's start and "
-            "finish log lines. Boxes differ in speed (up to ~1.9×), so rows recorded on different dates compare "
-            "loosely.\n\n" + markdown_table(["run", "command", "wall min", "exit", "steps run (min)", "steps from cache", "recorded"], rows))
+            "finish log lines. Boxes differ in speed (up to ~1.9×): \"box probe\" is the seconds of "
+            "`benchmarks/box_speed.py`'s fixed workload on the box that ran the row, just before it (\"—\": recorded "
+            "before the probe existed). Run the probe on yours; a row's minutes × your probe / its probe is a "
+            "first guess at your time.\n\n"
+            + markdown_table(["run", "command", "wall min", "exit", "steps run (min)", "steps from cache", "recorded",
+                              "box probe (s)"], rows))
 
 
 def curves_section(workspace_dir: Path, graphs: Sequence[FileGraph], curves_dir: Optional[Path], report_dir: Path,

@@ -252,3 +252,49 @@ def test_records_measured_elsewhere_are_appended_with_a_note_and_otherwise_as_wr
         {"condition": "M", "note": "older"},
         {"condition": "M", "steps_per_second": 153.8, "note": "after e7075c3"},
         {"condition": "X", "note": "after e7075c3"}]
+
+
+def test_box_probe_runs_its_fixed_workload_at_two_threads_and_restores_the_setting(monkeypatch):
+    """The probe is the best of its repeats of `passes` training passes (after one warm-up pass), at
+    the fixed thread count whatever the caller had; the caller's setting comes back."""
+    import torch
+
+    from benchmarks import box_speed
+
+    seen = []
+    real_pass = box_speed._one_pass
+
+    def counted(*args):
+        seen.append(torch.get_num_threads())
+        real_pass(*args)
+
+    monkeypatch.setattr(box_speed, "_one_pass", counted)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        record = box_speed.probe(repeats=2, passes=1)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [box_speed.THREADS] * (1 + 2 * 1)
+    assert record["box_seconds"] > 0 and record["threads"] == box_speed.THREADS
+    assert (record["passes"], record["repeats"]) == (1, 2)
+
+
+def test_wall_time_table_shows_each_records_box_probe(tmp_path, monkeypatch):
+    """engineering.md's wall-time rows carry the probe of the box that ran them, and "—" for a record
+    from before the probe."""
+    import json
+
+    from reporting import report
+
+    steps = {"corpus": {"status": "ran", "seconds": 60.0}}
+    base = {"command": "tango run x.jsonnet", "returncode": 0, "wall_minutes": 1.5, "steps": steps, "date": "2026-12-02"}
+    with_probe, without = tmp_path / "with.json", tmp_path / "without.json"
+    with_probe.write_text(json.dumps({**base, "box": {"box_seconds": 4.1, "threads": 2}}))
+    without.write_text(json.dumps(base))
+    monkeypatch.setattr(report, "SMOKE_COLD_JSON", with_probe)
+    monkeypatch.setattr(report, "MAIN_COMMAND_JSON", without)
+    monkeypatch.setattr(report, "SECOND_CONDITION_JSON", tmp_path / "absent.json")
+    rows = [line for line in report.timing_section().splitlines() if line.startswith("| ")][1:]
+    assert [row.strip("| ").split(" | ")[-1] for row in rows] == ["4.10", "—"]
