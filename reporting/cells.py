@@ -25,6 +25,7 @@ class Cell:
     column: str
     result: Optional[dict] = None
     experiments: List[str] = field(default_factory=list)
+    planned_seeds: List[int] = field(default_factory=list)  # every seed its experiment files fine-tune
     recorded: bool = False  # the result is the committed record's (docs/tables), not this cache's
     damaged: Optional[str] = None  # why the cached entry could not be used (shown as "—", reported)
 
@@ -53,6 +54,7 @@ def collect_cells(experiment_files: Sequence[Path], workspace_dir: Path,
             key = tuple(found[k] for k in ("table", "scale", "row", "column"))
             cell = cells.setdefault(key, Cell(*key))
             cell.experiments.append(graph.path)
+            cell.planned_seeds = sorted(set(cell.planned_seeds) | {seed for seed in found.get("seeds", []) if seed is not None})
             # Several files can build one cell with other seeds (experiments/: one seed; benchmarks/seeds:
             # 3 or 5): the cached result with the most seeds is the cell's.
             try:

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 EXPERIMENT_FOLDERS = ("experiments",)
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 
 
 @dataclass
@@ -27,7 +27,8 @@ class FileGraph:
 
     path: str
     steps: Dict[str, List[str]] = field(default_factory=dict)
-    # step, unique_id, table, scale, row, column, and finetuned: the unique ids of the steps its seeds score
+    # step, unique_id, table, scale, row, column, seeds (the file's fine-tuning seeds), and finetuned: the
+    # unique ids of the steps its seeds score
     cells: List[Dict[str, Any]] = field(default_factory=list)
     error: Optional[str] = None
 
@@ -98,6 +99,7 @@ def build_graph(path: Path) -> FileGraph:
             scores = step.kwargs["scores"]
             graph_record.cells.append(dict(step=name, unique_id=step.unique_id,
                                            **{k: scores[0].kwargs[k] for k in ("table", "scale", "row", "column")},
+                                           seeds=[score.kwargs.get("seed") for score in scores],
                                            finetuned=[score.kwargs["finetuned"].unique_id for score in scores
                                                       if hasattr(score.kwargs.get("finetuned"), "unique_id")]))
     return graph_record

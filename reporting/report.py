@@ -806,23 +806,31 @@ def _delta_text(difference) -> str:
     return f"{difference.mean:+.2f}" + (f" ± {difference.half_width:.2f}" if difference.half_width is not None else " (1 seed)")
 
 
+def _intervals(named):
+    """``named``: (name, Difference, the paper's Δ or None). Those with an interval; the texts of those
+    lying above and below 0; how many paper Δs lie inside their interval, of how many compared."""
+    with_interval = [(name, d, published) for name, d, published in named if d is not None and d.half_width is not None]
+    text = lambda name, d: f"{name} {d.mean:+.2f} ± {d.half_width:.2f}"  # noqa: E731
+    above = [text(name, d) for name, d, _ in with_interval if d.mean - d.half_width > 0]
+    below = [text(name, d) for name, d, _ in with_interval if d.mean + d.half_width < 0]
+    inside = sum(1 for _, d, p in with_interval if p is not None and abs(p - d.mean) <= d.half_width)
+    compared = sum(1 for *_, p in with_interval if p is not None)
+    return with_interval, above, below, inside, compared
+
+
 def verdict(deltas) -> str:
     """One sentence from the figures: which intervals exclude 0, and where the paper's Δ falls."""
-    with_interval = [(language, row, label, d, published)
-                     for (language, row), by_table in deltas.items() for table, label in QUESTION_TABLES
-                     for d, _, published, _ in [by_table.get(table, (None,) * 4)] if d is not None and d.half_width is not None]
-    name = lambda language, row, label: f"µB-{row} {short_title(language)} {label}"  # noqa: E731
-    above = [f"{name(l, r, t)} {d.mean:+.2f} ± {d.half_width:.2f}" for l, r, t, d, _ in with_interval if d.mean - d.half_width > 0]
-    below = [f"{name(l, r, t)} {d.mean:+.2f} ± {d.half_width:.2f}" for l, r, t, d, _ in with_interval if d.mean + d.half_width < 0]
-    inside = sum(1 for *_, d, p in with_interval if p is not None and abs(p - d.mean) <= d.half_width)
-    compared = sum(1 for *_, p in with_interval if p is not None)
+    named = [(f"µB-{row} {short_title(language)} {label}", d, published)
+             for (language, row), by_table in deltas.items() for table, label in QUESTION_TABLES
+             for d, _, published, _ in [by_table.get(table, (None,) * 4)]]
+    with_interval, above, below, inside, compared = _intervals(named)
     if not with_interval:
         return "No difference here has more than one shared seed, so none has an interval."
     lie = lambda count: "lies" if count == 1 else "lie"  # noqa: E731
     rest = len(with_interval) - len(above) - len(below)
     if len(with_interval) == 1 and not above and not below:
-        (l, r, t, d, _), = with_interval
-        head = f"The one difference's interval includes 0 ({name(l, r, t)} {d.mean:+.2f} ± {d.half_width:.2f})."
+        (name, d, _), = with_interval
+        head = f"The one difference's interval includes 0 ({name} {d.mean:+.2f} ± {d.half_width:.2f})."
     elif not above and not below:
         head = f"No condition's interval excludes 0 ({len(with_interval)} differences)."
     else:
@@ -868,15 +876,26 @@ def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[
     return {key: seeds for key, seeds in found.items() if seeds}
 
 
+def _so_far_difference(seeds, base):
+    """A condition's paired difference from µB-M over the seeds both have finished (None before one is
+    shared), and those seeds; ``seeds``, ``base``: {seed: (test, dev, where)}."""
+    from reporting.significance import paired_difference
+
+    shared = sorted(set(seeds) & set(base))
+    as_result = lambda figures: {"seeds": shared, "test": {"values": [figures[seed][0] for seed in shared]}}  # noqa: E731
+    return (paired_difference(as_result(seeds), as_result(base)) if shared else None), shared
+
+
 def question_so_far(runs, cells, scale: str) -> str:
-    """The question's cells at ``scale`` whose other seeds are still running: each condition's finished
-    seeds and its difference from µB-M over the seeds both have, so that a long regime's answer shows as
-    its seeds come in; the µB-M row beside the authors' published figures."""
-    from reporting.significance import paired_difference, welch_difference
+    """The question's cells at ``scale`` that have no aggregate yet: each condition's finished seeds and
+    its difference from µB-M over the seeds both have, so that a long regime's answer shows as its seeds
+    come in (or where they ran in separate caches); the µB-M row beside the authors' published figures."""
+    from reporting.significance import welch_difference
 
     found = _finished_seeds(runs, cells, scale)
     if not any(row != "M" for _, _, row in found):
         return ""
+    planned = {(c.table, c.column, c.row): c.planned_seeds for c in cells if c.scale == scale and not c.result}
     labels, paper = dict(QUESTION_TABLES), json.loads(tables.PAPER_TABLES.read_text())
     rows, notes = [], []
     for (table, column, row), seeds in sorted(found.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] != "M", item[0][2])):
@@ -885,18 +904,18 @@ def question_so_far(runs, cells, scale: str) -> str:
         base = found.get((table, column, "M"))
         delta = "—"
         if row != "M" and base:
-            shared = sorted(set(seeds) & set(base))
-            as_result = lambda figures: {"seeds": shared, "test": {"values": [figures[seed][0] for seed in shared]}}  # noqa: E731
-            difference = paired_difference(as_result(seeds), as_result(base)) if shared else None
+            difference, shared = _so_far_difference(seeds, base)
             delta = ("no shared seed yet" if difference is None else f"{difference.mean:+.2f} (seed {shared[0]}, no interval)"
                      if len(shared) == 1 else f"{_delta_text(difference)} (seeds {_seeds_text(shared)})")
             # seeds outside the pairs (or no pair yet): the unpaired interval over every seed goes beside it
             if set(shared) != set(seeds) | set(base) and len(seeds) > 1 and len(base) > 1:
                 delta += "; all seeds: " + welch_difference(tests, [base[seed][0] for seed in sorted(base)]).text()
         grid = [seed for seed in sorted(seeds) if seeds[seed][2] == "grid"]
+        wanted = planned.get((table, column, row)) or []
+        to_run = f" of {_seeds_text(wanted)}" if not set(wanted) <= set(seeds) else ""
         published = None if row == "M" else tables.paper_delta(paper.get(table, {}).get("rows", {}), row, column)
         paper_delta = "—" if published is None else f"{published:+.2f}"
-        rows.append([short_title(column), labels[table], f"µB-{row}", _seeds_text(list(seeds)) + ("*" if grid else ""),
+        rows.append([short_title(column), labels[table], f"µB-{row}", _seeds_text(list(seeds)) + ("*" if grid else "") + to_run,
                      " / ".join(f"{test:.2f}" for test in tests), f"{_mean(tests):.2f}", f"{_mean(devs):.2f}" if devs else "—", delta,
                      paper_delta])
         if grid:
@@ -913,8 +932,10 @@ def question_so_far(runs, cells, scale: str) -> str:
                          + " and ".join(f"{value:.2f} ({where})" for value, where in published) + ".")
     header = ["language", "task", "condition", "seeds finished", "test, by seed", "test mean", "dev mean",
               "Δ from µB-M ± 95% CI (paired over shared seeds; Welch's unpaired over all seeds where they differ)", "paper Δ"]
-    return (f"\nSeeds finished so far at `{scale}`, in cells whose other seeds are still running (a cell has its figure "
-            "once its last seed ends):\n\n" + markdown_table(header, rows) + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
+    return (f"\nCells at `{scale}` with no aggregate yet, read from the seeds they have finished. A cell's figure is its "
+            "aggregate step's, which needs every seed's score in one cache; these seeds ran in separate caches, and "
+            "\"of\" marks a cell whose experiment file still has seeds to run:\n\n"
+            + markdown_table(header, rows) + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
 
 
 def question_section(cells, runs=()) -> str:
@@ -964,13 +985,67 @@ def _mean(values) -> Optional[float]:
     return sum(values) / len(values) if values else None
 
 
-def headline_section(cells, grid, so_far) -> str:
-    """The headline findings, each a short paragraph built from the figures: how close the tables come
-    to the paper and why, and where the Wolof gap went (the decomposition grid)."""
+def question_headline(cells, runs=()) -> str:
+    """The paper's question in one paragraph: at cpu scale, how many differences from µB-M lie above,
+    below or across 0; at the paper's scale, each condition's differences (with those read from the
+    finished seeds of cells that have no aggregate yet), beside the paper's Δ."""
+    labels, paper = dict(QUESTION_TABLES), json.loads(tables.PAPER_TABLES.read_text())
+    sentences = []
+    cpu = [(f"µB-{row} {short_title(language)} {label}", d, published)
+           for (language, row), by_table in question_deltas(cells, "cpu").items() for table, label in QUESTION_TABLES
+           for d, _, published, _ in [by_table.get(table, (None,) * 4)]]
+    with_interval, above, below, inside, compared = _intervals(cpu)
+    if with_interval:
+        rest = len(with_interval) - len(above) - len(below)
+        sentences.append(f"At cpu scale, with undertrained encoders, {len(above)} of {len(with_interval)} differences "
+                         f"{'lies' if len(above) == 1 else 'lie'} above 0 and {len(below)} below; the other {rest} "
+                         f"include{'s' if rest == 1 else ''} 0"
+                         + (f", and the paper's Δ lies inside our interval in {inside} of {compared}" if compared else "") + ".")
+    figures = defaultdict(list)  # (language, row): [(label, scale, difference, shared seeds, paper Δ, where its seeds come from)]
+    for scale in sorted({c.scale for c in cells if c.scale.startswith("gpu-")}):
+        for (language, row), by_table in question_deltas(cells, scale).items():
+            for table, label in QUESTION_TABLES:
+                if table in by_table:
+                    difference, shared, published, _ = by_table[table]
+                    figures[(language, row)].append((label, scale, difference, shared, published, ""))
+        found = _finished_seeds(runs, cells, scale)
+        for (table, language, row), seeds in found.items():
+            base = found.get((table, language, "M"))
+            difference, shared = _so_far_difference(seeds, base) if row != "M" and base else (None, [])
+            if difference is not None and len(shared) > 1:
+                published = tables.paper_delta(paper.get(table, {}).get("rows", {}), row, language)
+                grid = [seed for seed in shared if base[seed][2] == "grid"]
+                how = ", read from the finished seeds" + (f", µB-M's {_seeds_text(grid)} from its first pretraining" if grid else "")
+                figures[(language, row)].append((labels[table], scale, difference, shared, published, how))
+    if figures:
+        rank, parts, named = language_rank(paper), [], []
+        for language, row in sorted(figures, key=lambda key: (rank(key[0]), key[1])):
+            found = sorted(figures[(language, row)], key=lambda figure: (figure[0] != "UD LAS", figure[1]))
+            parts.append(f"{short_title(language)} µB-{row}: " + ", ".join(
+                f"{label} {_delta_text(d)} (`{scale[4:]}` regime, seeds {_seeds_text(shared)}"
+                + how + ("" if published is None else f"; paper {published:+.2f}") + ")"
+                for label, scale, d, shared, published, how in found))
+            named += [(f"µB-{row} {short_title(language)} {label}", d, published) for label, _, d, _, published, _ in found]
+        with_interval, above, below, inside, compared = _intervals(named)
+        reading = ("no interval excludes 0" if not above and not below else
+                   f"{len(above)} of {len(with_interval)} intervals {'lies' if len(above) == 1 else 'lie'} above 0 and "
+                   f"{len(below)} below ({'; '.join(above + below)})")
+        sentences.append("At the paper's scale, " + reading
+                         + (f", and the paper's Δ lies inside our interval in {inside} of {compared}" if compared else "")
+                         + ". " + ". ".join(parts) + ".")
+    if not sentences:
+        return ""
+    return ("**Does syntactic inductive bias help?** (each condition − µB-M, Δ ± 95% CI paired by seed; \"The paper's "
+            "question\" above) " + " ".join(sentences))
+
+
+def headline_section(cells, grid, so_far, runs=()) -> str:
+    """The headline findings, each a short paragraph built from the figures: the paper's question, how
+    close the tables come to the paper and why, and where the Wolof gap went (the decomposition grid)."""
     from reporting import decomposition
 
     paper = json.loads(tables.PAPER_TABLES.read_text())
-    parts = []
+    parts = [text for text in [question_headline(cells, runs)] if text]
     closeness = []
     for table, label in QUESTION_TABLES:
         columns, _, paper_rows = tables.paper_values(paper, table)
@@ -1179,7 +1254,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     cpu_note = tables.undertrained_note(cells)
     results: List[Tuple[str, str]] = [
         ("The paper's question", question_section(cells, runs)),
-        ("Headline findings", headline_section(cells, grid, so_far)),
+        ("Headline findings", headline_section(cells, grid, so_far, runs)),
         ("Paper tables", tables.with_cpu_notes(tables_section(cells, problems), cells)),
         ("Related biases", tables.with_cpu_notes(related_section(cells), cells)),
         ("Transformer Grammars", tables.with_cpu_notes(tg_section(cells), cells)),

@@ -120,6 +120,11 @@ def test_a_fine_tune_takes_the_scale_of_the_cell_that_scores_it(tmp_path):
     assert {scales[f"ner_s{seed}"] for seed in range(42, 47)} == {"gpu-paper"}
     assert {cell["scale"] for cell in graph.cells} == {"gpu-paper_tenth", "gpu-paper", "paper"}  # paper: MLM accuracy
     assert scales["mlm_accuracy"] == "paper"
+    # each cell knows the seeds its file fine-tunes, so a report can say which are still to run
+    from reporting.cells import collect_cells
+    cells, _ = collect_cells([REPO / "experiments/paper/wolof_m.jsonnet"], tmp_path, [graph])
+    assert {cell.table: cell.planned_seeds for cell in cells if cell.scale.startswith("gpu-")} == {
+        "table2": [42, 43, 44, 45, 46], "table3": [42, 43, 44, 45, 46]}
     # Upstream of all three: what their scales share, here nothing, so the file's own scale.
     assert scales["pretrained_model"] == "paper"
     [cpu] = load_graphs([REPO / "experiments/wolof_mxpt_sla.jsonnet"], tmp_path)  # one scale: its own
@@ -802,10 +807,12 @@ def test_related_baselines_that_differ_from_table_2_are_named_as_fewer_seeds_or_
     assert report.related_conflicts(cells[:2] + [cell("related:ud", "cpu", [42], [68.52])]).count("Two records") == 0
 
 
-def test_the_papers_question_shows_the_seeds_finished_so_far_of_cells_still_running():
-    """Under a long regime a cell has no figure until its last seed ends: its finished seeds show under
-    the scale's verdict, each bias paired with µB-M over the seeds both have, µB-M's including the
-    decomposition grid's runs of the same fine-tuning (marked), beside the authors' published figures."""
+def test_the_papers_question_shows_the_finished_seeds_of_cells_with_no_aggregate():
+    """A cell has no figure until one cache holds all its seeds (a long regime's seeds still running, or
+    seeds run in separate caches): its finished seeds show under the scale's verdict, "of" the seeds its
+    file fine-tunes where some are still to run, each bias paired with µB-M over the seeds both have,
+    µB-M's including the decomposition grid's runs of the same fine-tuning (marked), beside the
+    authors' published figures."""
     def run(scale, table, row, seed, test, dev):
         return {"scale": scale, "table": table, "row": row, "column": "wolof", "seed": str(seed), "test": f"{test:.2f}", "dev": f"{dev:.2f}"}
 
@@ -814,16 +821,18 @@ def test_the_papers_question_shows_the_seeds_finished_so_far_of_cells_still_runn
             run("paper", "decomposition:ud", "cpu", 42, 71.0, 71.0),  # another encoder: not µB-M's
             run("gpu-paper", "table3", "M", 42, 83.0, 88.0)]  # a cell with a figure already: not "so far"
     cells = [Cell("table3", "gpu-paper", row, "wolof", {"seeds": [42, 43], "n": 2, "test": {"mean": 83.0, "sd": 1.0, "values": [82.0, 84.0]}})
-             for row in ("M", "MX")] + [Cell("table2", "gpu-paper", row, "wolof") for row in ("M", "MXPT-SLA")]  # cells still running
+             for row in ("M", "MX")] + [Cell("table2", "gpu-paper", row, "wolof", planned_seeds=planned)  # cells with no aggregate
+                                        for row, planned in (("M", [44]), ("MXPT-SLA", [42, 43, 44, 45, 46]))]
     runs.append(run("gpu-paper", "table2", "M-long", 44, 70.0, 70.0))  # a grid's run, no table file's cell: not the question's
     text = report.question_section(cells, runs)
-    assert "Seeds finished so far at `gpu-paper`" in text and "| Δ from µB-M ± 95% CI (paired over shared seeds; Welch's unpaired over all seeds where they differ) |" in text
+    assert "Cells at `gpu-paper` with no aggregate yet, read from the seeds they have finished." in text and "| Δ from µB-M ± 95% CI (paired over shared seeds; Welch's unpaired over all seeds where they differ) |" in text
     assert "| Wolof | UD LAS | µB-M | 42–44* | 76.19 / 76.05 / 76.50 | 76.25 | 76.05 | — | — |" in text
-    assert "| Wolof | UD LAS | µB-MXPT-SLA | 44 | 75.50 | 75.50 | 75.30 | -1.00 (seed 44, no interval) | -0.82 |" in text
+    # µB-M has every seed its file fine-tunes (and the grid's beside them); µB-MXPT-SLA has 1 of 5
+    assert "| Wolof | UD LAS | µB-MXPT-SLA | 44 of 42–46 | 75.50 | 75.50 | 75.30 | -1.00 (seed 44, no interval) | -0.82 |" in text
     # two seeds of the condition, one shared: the unpaired interval over all seeds goes beside the one pair
     runs.append(run("gpu-paper", "table2", "MXPT-SLA", 45, 76.7, 76.0))
     welch = welch_difference([75.5, 76.7], [76.19, 76.05, 76.5]).text()
-    assert f"| 44, 45 | 75.50 / 76.70 | 76.10 | 75.65 | -1.00 (seed 44, no interval); all seeds: {welch} | -0.82 |" in report.question_section(cells, runs)
+    assert f"| 44, 45 of 42–46 | 75.50 / 76.70 | 76.10 | 75.65 | -1.00 (seed 44, no interval); all seeds: {welch} | -0.82 |" in report.question_section(cells, runs)
     # two pairs: the paired interval (1 df, wide), and still the unpaired one over the seeds µB-M has beyond them
     runs.append(run("gpu-paper", "table2", "M", 45, 76.3, 76.1))
     paired = paired_difference({"seeds": [44, 45], "test": {"values": [75.5, 76.7]}}, {"seeds": [44, 45], "test": {"values": [76.5, 76.3]}})
@@ -835,8 +844,52 @@ def test_the_papers_question_shows_the_seeds_finished_so_far_of_cells_still_runn
     del runs[-2:]
     assert "seeds 42, 43: the decomposition grid's runs of the same fine-tuning" in text
     assert "the authors published 75.69 (Gessler and Zeldes (2022), MicroBERT, UD 2.9) and 77.71 (this paper's Table 2, most likely a dev figure)" in text
-    assert "NER F1 | µB-M" not in text.split("Seeds finished so far")[1] and "M-long" not in text
-    assert "Seeds finished so far" not in report.question_section(cells, runs[:1])  # µB-M alone answers nothing
+    assert "NER F1 | µB-M" not in text.split("with no aggregate yet")[1] and "M-long" not in text
+    assert "with no aggregate yet" not in report.question_section(cells, runs[:1])  # µB-M alone answers nothing
+
+
+def test_the_headline_answers_the_papers_question_from_the_figures():
+    """The headline's first paragraph reads the question's differences: at cpu scale how many intervals
+    lie above, below or across 0; at the paper's scale each difference, cells' and those read from the
+    finished seeds of cells with no aggregate (µB-M's grid seeds named), beside the paper's Δ. The
+    intervals are checked against Student's t computed here from the per-seed differences."""
+    from scipy import stats
+
+    def cell(table, scale, row, values, seeds=(42, 43, 44)):
+        return Cell(table, scale, row, "wolof", {"seeds": list(seeds), "n": len(values),
+                                                 "test": {"mean": statistics.fmean(values), "sd": statistics.stdev(values), "values": values}})
+
+    def run(scale, table, row, seed, test):
+        return {"scale": scale, "table": table, "row": row, "column": "wolof", "seed": str(seed), "test": f"{test:.2f}", "dev": ""}
+
+    def interval(ours, base):
+        differences = [a - b for a, b in zip(ours, base)]
+        half = stats.t.ppf(0.975, len(differences) - 1) * statistics.stdev(differences) / len(differences) ** 0.5
+        return f"{statistics.fmean(differences):+.2f} ± {half:.2f}"
+
+    m, mx, mp = [68.0, 68.5, 69.0], [69.5, 70.0, 70.4], [68.1, 68.2, 69.4]  # MX above 0, MP across it
+    tenth_m, tenth_sla = [75.0, 75.2, 74.8], [75.5, 75.1, 75.6]
+    cells = [cell("table2", "cpu", "M", m), cell("table2", "cpu", "MX", mx), cell("table2", "cpu", "MP", mp),
+             cell("table2", "gpu-paper_tenth", "M", tenth_m), cell("table2", "gpu-paper_tenth", "MXPT-SLA", tenth_sla),
+             Cell("table2", "gpu-paper", "M", "wolof", planned_seeds=[44, 45]),
+             Cell("table2", "gpu-paper", "MXPT-SLA", "wolof", planned_seeds=[42, 43, 44, 45])]
+    base, sla = {42: 76.2, 43: 76.0, 44: 76.7, 45: 76.2}, {42: 76.3, 43: 77.1, 44: 77.0, 45: 75.9}
+    runs = ([run("paper", "decomposition:ud", "paper", seed, base[seed]) for seed in (42, 43)]
+            + [run("gpu-paper", "table2", "M", seed, base[seed]) for seed in (44, 45)]
+            + [run("gpu-paper", "table2", "MXPT-SLA", seed, test) for seed, test in sla.items()])
+    text = report.question_headline(cells, runs)
+    assert text.startswith("**Does syntactic inductive bias help?**")
+    assert ("At cpu scale, with undertrained encoders, 1 of 2 differences lies above 0 and 0 below; the other 1 includes 0, "
+            "and the paper's Δ lies inside our interval in ") in text
+    so_far = interval(list(sla.values()), list(base.values()))
+    assert (f"Wolof µB-MXPT-SLA: UD LAS {so_far} (`paper` regime, seeds 42–45, read from the finished seeds, µB-M's 42, 43 from "
+            f"its first pretraining; paper -0.82), UD LAS {interval(tenth_sla, tenth_m)} (`paper_tenth` regime, seeds 42–44; "
+            "paper -0.82).") in text
+    assert "At the paper's scale, no interval excludes 0" in text
+    above = [cell("table2", "gpu-paper_tenth", "MXPT-SLA", [76.5, 76.6, 76.4])]
+    assert (f"At the paper's scale, 1 of 2 intervals lies above 0 and 0 below (µB-MXPT-SLA Wolof UD LAS "
+            f"{interval([76.5, 76.6, 76.4], tenth_m)})") in report.question_headline(cells[:4] + above + cells[5:], runs)
+    assert report.question_headline(cells[:1], []) == ""  # µB-M alone: nothing to read
 
 
 def test_curves_fit_the_y_axis_to_where_runs_differ():
