@@ -144,8 +144,8 @@ local paper_ud = {
     },
     // Each task's regime: the one with the best dev figure for the paper-scale µB-M (docs/decomposition)
     // among those a 5-seed table can afford. NER: the paper's own (7-19 min a seed on one CPU thread).
-    // UD: paper_tenth; the `paper` regime (166-283 epochs, ~25-40 min a seed alone on a GPU, 75 min to
-    // ~2 h alone on 2 CPU cores) checks it: experiments/paper/paper_regime (µB-M and µB-MXPT-SLA, 3 seeds).
+    // UD: paper_tenth; the `paper` regime (156-283 epochs, ~25-40 min a seed alone on a GPU, 75 min to
+    // 4.7 h alone on 2 CPU cores) checks it: experiments/paper/paper_regime (µB-M, µB-MXPT-SLA).
     chosen: { ud: "paper_tenth", ner: "paper" },
   },
 }
