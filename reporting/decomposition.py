@@ -42,6 +42,11 @@ FOLDER = REPO / "experiments" / "decomposition"
 RECORD = "decomposition"  # the file stem
 DOCS = REPO / "docs" / "decomposition"  # the committed record (not under docs/tables: its cells are no paper table's)
 PREDICTIONS = REPO / "docs" / "predictions"  # tools/export_predictions.py's committed runs
+RUNS_CSV = REPO / "docs" / "runs.csv"  # every committed fine-tuning run, one row each (reporting.report)
+# Grid cells whose fine-tunes are another file's own steps (same unique IDs, tests/data/step_ids.json), by
+# (encoder, regime): that file's row in runs.csv, (scale, row). The long encoder under the cpu regime is
+# experiments/long_pretraining/wolof_m.jsonnet, whose predictions are not committed.
+SAME_STEPS_IN_RUNS = {("long", "cpu"): ("cpu", "M-long")}
 ENCODERS = ("random-init", "cpu", "cpu_relpos", "long", "paper")
 REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper_tenth_reference", "paper")
 TASKS = {"decomposition:ud": ("UD", "test LAS"), "decomposition:ner": ("NER", "test F1")}
@@ -239,7 +244,7 @@ class SeedsSoFar(NamedTuple):
 
 def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[Cell],
                  recorded: Optional[Dict[Tuple[str, str, str], List[dict]]] = None) -> Dict[Tuple[str, str, str], SeedsSoFar]:
-    """The finished seeds of each cell with no aggregate yet (its file has seeds still running),
+    """The finished seeds of each cell with no aggregate yet (seeds still running, or run in other caches),
     {(table, encoder, regime): SeedsSoFar}: shown beside the "—" of a cell that is not a cell yet.
     ``recorded`` (`recorded_runs`): the committed seeds this cache has not run (a cell's seeds may
     finish on several machines), marked ``recorded``."""
@@ -261,14 +266,15 @@ def seeds_so_far(runs: Dict[Tuple[str, str, str], List[dict]], cells: Sequence[C
     return so_far
 
 
-def recorded_runs(predictions: Path = PREDICTIONS) -> Dict[Tuple[str, str, str], List[dict]]:
+def recorded_runs(predictions: Path = PREDICTIONS, runs_csv: Path = RUNS_CSV) -> Dict[Tuple[str, str, str], List[dict]]:
     """The committed fine-tunings of the grid's cells, {(table, encoder, regime): [metrics, …]}, from
     ``tools/export_predictions.py``'s folders ``decomposition/<regime>/<ud|ner>/<encoder>/wolof/seed*/``:
     what a new machine's empty cache still knows of runs that finished elsewhere.
 
     The `paper` encoder's fine-tunes are the paper-scale µB-M file's own steps (experiments/paper and
     experiments/decomposition/wolof_paper_<regime>.jsonnet share their IDs), so that file's committed
-    seeds, ``gpu-<regime>/<table2|table3>/M/wolof/seed*/``, count too where the grid's folders lack the seed."""
+    seeds, ``gpu-<regime>/<table2|table3>/M/wolof/seed*/``, count too where the grid's folders lack the seed;
+    and so do the runs.csv rows of the other files whose fine-tunes are a grid cell's (``SAME_STEPS_IN_RUNS``)."""
     runs: Dict[Tuple[str, str, str], List[dict]] = {}
     for metrics in sorted((predictions / "decomposition").glob("*/*/*/wolof/seed*/metrics.json")):
         regime, task, encoder = metrics.parts[-6:-3]
@@ -282,12 +288,24 @@ def recorded_runs(predictions: Path = PREDICTIONS) -> Dict[Tuple[str, str, str],
                 run = json.loads(metrics.read_text(encoding="utf-8"))
                 if run.get("seed") not in have:
                     runs.setdefault(key, []).append(run)
+    rows = list(csv.DictReader(runs_csv.open(encoding="utf-8"))) if runs_csv.exists() else []
+    number = lambda text: float(text) if text else None  # noqa: E731
+    for (encoder, regime), (scale, row) in SAME_STEPS_IN_RUNS.items():
+        for task, table in PAPER_SCALE_TABLES.items():
+            key = (task, encoder, regime)
+            have = {run.get("seed") for run in runs.get(key, [])}
+            for line in rows:
+                if (line["scale"], line["table"], line["row"], line["column"]) == (scale, table, row, "wolof") and int(line["seed"]) not in have:
+                    metric = line["metric"]
+                    runs.setdefault(key, []).append({"seed": int(line["seed"]), "primary_metric": metric,
+                                                     "test": {metric: number(line["test"])}, "dev": {metric: number(line["dev"])}})
+                    have.add(int(line["seed"]))
     return runs
 
 
 def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None) -> str:
     """The grid (test mean ± sd, dev, fine-tuning effort per cell) and each factor's paired difference;
-    ``so_far`` (`seeds_so_far`): finished seeds of cells still running, under their "—"."""
+    ``so_far`` (`seeds_so_far`): finished seeds of cells with no aggregate, under their "—"."""
     by_key = _by_key(cells)
     # Every figure from the record (cells, and the seeds so far from the committed predictions): one
     # provenance line instead of a † on each.
@@ -307,7 +325,7 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
                     finished = (so_far or {}).get((table, encoder, regime))
                     seeds = finished.seeds if finished else []
                     texts.append("—" if not seeds else
-                                 f"—<br>{len(seeds)} seed{'s' if len(seeds) > 1 else ''} so far: test "
+                                 f"—<br>{len(seeds)} finished seed{'s' if len(seeds) > 1 else ''}, no aggregate yet: test "
                                  f"{statistics.fmean(t for t, _ in seeds):.2f}"
                                  + (f", dev {statistics.fmean(d for _, d in seeds):.2f}" if all(d is not None for _, d in seeds) else "")
                                  + (mark if finished.recorded else ""))
@@ -329,15 +347,15 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
     else:
         lines.append("_no factor has both of its cells cached yet_")
     if only_record:
-        lines += ["", "Provenance: every figure is the committed record (docs/decomposition/; a cell's seeds so far: "
-                      "docs/predictions/), not recomputed by the cache that wrote this."]
+        lines += ["", "Provenance: every figure is the committed record (docs/decomposition/; the finished seeds of a "
+                      "cell with no aggregate: docs/predictions/, docs/runs.csv), not recomputed by the cache that wrote this."]
     elif any(c.recorded for c in by_key.values()) or any(f.recorded for f in shown_so_far):
         lines += ["", "† not in the cache that wrote this: the committed record's value (docs/decomposition/, "
-                      "a cell's seeds so far: docs/predictions/), kept."]
+                      "the finished seeds of a cell with no aggregate: docs/predictions/, docs/runs.csv), kept."]
     if any(c.recorded and encoder == "paper" for (_, encoder, _), c in by_key.items()):
         # Same step ID, two pretrainings: a record cell does not say which one it was fine-tuned from.
         lines += ["", "The record's `paper` encoder is the paper-scale µB-M's first pretraining in the cells run before "
-                      "that encoder was lost, and the released one (releases/wolof/m-paper-s42, that of the paper-scale "
+                      "the second pretraining, and the released one (releases/wolof/m-paper-s42, that of the paper-scale "
                       "Tables 2 and 3) in those run since (docs/predictions/README.md; the two are compared in "
                       "\"µB-M pretrained again at the paper's scale\")."]
     files_text = ", ".join(f"`{p.name}`" for p in files()[:2])

@@ -84,7 +84,8 @@ def corpus_section(workspace: Workspace, scales_by_step: Dict[str, List[str]]) -
     return markdown_table(
         ["language", "scale", "documents", "train tokens (whitespace)", "paper Table 1", "Δ %", "train sentences used", "tokens used (punct. split)"],
         sorted(set(rows)),
-    )
+    ) + ("\nTokens split on whitespace; docs/tables/table1.md counts them as the paper's reader did (Coptic's corpus "
+         "is the reference's own file) and says why each language differs.\n")
 
 
 def parser_section(workspace: Workspace) -> str:
@@ -1086,13 +1087,15 @@ def headline_section(cells, grid, so_far, runs=()) -> str:
         if base is not None and best is not None:
             gap = decomposition.PAPER["decomposition:ud"]
             text += (f"From the cpu encoder under the cpu regime ({base.mean:.2f}) to the `{best[0][0]}` encoder under the "
-                     f"`{best[0][1]}` regime ({best[1].mean:.2f}, the grid's best), {best[1].mean - base.mean:+.2f} of the "
+                     f"`{best[0][1]}` regime ({best[1].mean:.2f}, the grid's best cell), {best[1].mean - base.mean:+.2f} of the "
                      f"{gap - base.mean:.2f} points to the paper's {gap:.2f}; {gap - best[1].mean:.2f} remain. ")
         for (table, encoder, regime), finished in sorted((so_far or {}).items()):
             if table == "decomposition:ud" and finished.seeds:
                 test = _mean(t for t, _ in finished.seeds)
-                text += (f"The `{regime}` regime with the `{encoder}` encoder, {len(finished.seeds)} seed"
-                         f"{'s' if len(finished.seeds) > 1 else ''} finished so far: {test:.2f}. ")
+                gap = decomposition.PAPER[table]
+                text += (f"The `{regime}` regime with the `{encoder}` encoder, read from its {len(finished.seeds)} finished seed"
+                         f"{'s' if len(finished.seeds) > 1 else ''} (no aggregate yet): {test:.2f}, {gap - test:.2f} short of "
+                         f"the paper's {gap:.2f}. ")
         parts.append(text.rstrip())
     parts += tg_headline(cells, paper)
     return "\n\n".join(parts) + "\n"
@@ -1171,7 +1174,7 @@ def _test_by_seed(metrics_files: Iterable[Path]) -> Dict[int, float]:
 def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], first: Path = FIRST_PRETRAINING,
                              committed: Path = Path("docs/predictions"), release: Path = Path("releases/wolof/m-paper-s42")) -> str:
     """The Wolof paper-scale µB-M pretrained a second time (same step, same config, same seed) against
-    the first pretraining, whose encoder was lost but whose fine-tuned cells are committed: per seed,
+    the first pretraining, whose encoder was not kept but whose fine-tuned cells are committed: per seed,
     and the paired difference. The second's figures are this cache's runs, else their committed
     predictions (``committed``) and its release's metrics. Answers whether a paper-scale pretraining
     is reproduced bit for bit."""
@@ -1220,7 +1223,7 @@ def pretrained_again_section(workspace_dir: Path, graphs: Sequence[FileGraph], f
             verdicts.append(f"{task}: not bit-identical, {'within' if inside else 'beyond'} seed noise "
                             f"({difference.text()}, the interval {'includes' if inside else 'excludes'} 0)")
     head = (f"The paper-scale Wolof µB-M of `{PRETRAINED_AGAIN_FILE}` was pretrained twice with the same step, configuration and "
-            "seed (the first on one GPU, its encoder then lost; the second resumed its own checkpoints across GPU jobs, "
+            "seed (the first on one GPU, its encoder not kept; the second resumed its own checkpoints across GPU jobs, "
             "releases/wolof/m-paper-s42). The first pretraining's fine-tuned cells are committed under "
             f"`{first}/`; the second's are the runs of the same steps and seeds (this cache's, else `{committed}/`). "
             "Each task is compared under the fine-tuning regime of its first cells (configs/scales.libsonnet), which for "

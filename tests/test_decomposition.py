@@ -57,7 +57,7 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     so_far = decomposition.seeds_so_far(runs, cells)
     assert list(so_far) == [("decomposition:ud", "paper", "paper")]  # cpu × cpu is a whole cell already
     partial = decomposition.markdown(cells, effort, so_far)
-    assert "| paper | — | — | — | — | —<br>2 seeds so far: test 75.50, dev 76.50 |" in partial
+    assert "| paper | — | — | — | — | —<br>2 finished seeds, no aggregate yet: test 75.50, dev 76.50 |" in partial
     assert "75.50" not in decomposition.to_csv(cells, effort)
     # A new machine's empty cache: the committed predictions' seeds stand in (†); cached ones win.
     predictions = tmp_path / "predictions"
@@ -68,25 +68,37 @@ def test_decomposition_factors_and_record(tmp_path, monkeypatch):
     stray = predictions / "decomposition" / "paper" / "ud" / "paper" / "maltese" / "seed42"
     stray.mkdir(parents=True)
     (stray / "metrics.json").write_text("{}")  # not the grid's language: never read
-    recorded = decomposition.recorded_runs(predictions)
+    no_runs = tmp_path / "runs.csv"  # none yet
+    recorded = decomposition.recorded_runs(predictions, no_runs)
     assert list(recorded) == [("decomposition:ud", "paper", "paper")] and len(recorded[("decomposition:ud", "paper", "paper")]) == 2
     fresh = decomposition.seeds_so_far({}, cells, recorded)
-    assert "| paper | — | — | — | — | —<br>2 seeds so far: test 76.12, dev 76.12 † |" in decomposition.markdown(cells, effort, fresh)
+    assert "| paper | — | — | — | — | —<br>2 finished seeds, no aggregate yet: test 76.12, dev 76.12 † |" in decomposition.markdown(cells, effort, fresh)
     assert decomposition.seeds_so_far(runs, cells, recorded) == so_far  # this cache ran seeds 42 and 43 itself
     # Seeds finished on two machines: this cache's seed 44 joins the committed 42 and 43 (†), not replaces them.
     seed_44 = {("decomposition:ud", "paper", "paper"): [{"seed": 44, "primary_metric": "las", "test": {"las": 77.0}, "dev": {"las": 76.0}}]}
     mixed = decomposition.seeds_so_far(seed_44, cells, recorded)
     assert mixed[("decomposition:ud", "paper", "paper")] == decomposition.SeedsSoFar([(76.19, 76.23), (76.05, 76.01), (77.0, 76.0)], True)
-    assert "—<br>3 seeds so far: test 76.41, dev 76.08 † |" in decomposition.markdown(cells, effort, mixed)
+    assert "—<br>3 finished seeds, no aggregate yet: test 76.41, dev 76.08 † |" in decomposition.markdown(cells, effort, mixed)
     # The paper-scale µB-M file's committed seeds are the same steps: seed 44 joins 42 and 43 on an empty
     # cache too; the grid's own folder wins for a seed both hold.
     for seed, test in {44: 77.0, 42: 1.0}.items():
         folder = predictions / "gpu-paper" / "table2" / "M" / "wolof" / f"seed{seed}"
         folder.mkdir(parents=True)
         (folder / "metrics.json").write_text(json.dumps({"seed": seed, "primary_metric": "las", "test": {"las": test}, "dev": {"las": 76.0}}))
-    both = decomposition.recorded_runs(predictions)
+    both = decomposition.recorded_runs(predictions, no_runs)
     assert sorted(run["seed"] for run in both[("decomposition:ud", "paper", "paper")]) == [42, 43, 44]
     assert decomposition.seeds_so_far({}, cells, both) == mixed
+    # The long encoder's cpu-regime fine-tunes are experiments/long_pretraining's own steps: its runs.csv rows
+    # (predictions not committed) count for the grid's long × cpu cell; other rows do not.
+    no_runs.write_text("scale,table,row,column,seed,metric,dev,test\n"
+                       "cpu,table2,M-long,wolof,42,las,70.61,70.60\ncpu,table2,M-long,wolof,43,las,71.02,70.72\n"
+                       "cpu,table3,M-long,wolof,42,f1,88.73,85.82\ncpu,table2,M,wolof,42,las,68.0,68.0\n"
+                       "cpu,table2,M-long,maltese,42,las,1.0,1.0\n")
+    with_long = decomposition.recorded_runs(predictions, no_runs)
+    assert sorted(run["seed"] for run in with_long[("decomposition:ud", "long", "cpu")]) == [42, 43]
+    assert [run["test"] for run in with_long[("decomposition:ner", "long", "cpu")]] == [{"f1": 85.82}]
+    assert "| long | —<br>2 finished seeds, no aggregate yet: test 70.66, dev 70.81 † |" in decomposition.markdown(
+        cells, effort, decomposition.seeds_so_far({}, cells, with_long))
 
     decomposition.write(cells, effort, decomposition.DOCS)  # the record, then a fresh cache without these cells
     recorded, recorded_effort = decomposition.decomposition_cells(LocalWorkspace(tmp_path / "fresh").dir)
