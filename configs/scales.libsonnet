@@ -23,7 +23,7 @@ local paper_ud = {
       max_length: 256, training: { max_steps: 20, batch_size: 8 }, evaluation: { max_sentences: 100 },
       agreement: { max_pairs: 100 },
     },
-    // ~30 s on 2 cores.
+    // Seconds on 2 cores.
     pretrain: {
       model: {},
       training: {
@@ -43,12 +43,12 @@ local paper_ud = {
     },
   },
   cpu: {
-    // ~5 min of parsing at ~33 sentences/s.
+    // ~3.5 min of parsing at ~47 sentences/s on 2 cores.
     corpus: { max_train_sentences: 10000, max_dev_sentences: 500 },
-    // The whole train split: ~35 s, +0.6 dev UPOS.
+    // The whole train split: ~35 s, +0.5 dev UPOS.
     word_vectors: { dim: 100, epochs: 10 },
     word_vectors_corpus: { max_train_sentences: null, max_dev_sentences: null },
-    // ~14 min: tagger 5.6, parser 7.9; Adam beats UDPipe 1 (71.3 vs 70.15 LAS).
+    // 10-14 min on 2 cores (Wolof: tagger 4-7, parser 6-7); Adam beats UDPipe 1 (71.3 vs 70.15 LAS).
     parser_budget: {
       tagger_steps: 700, parser_steps: 800, eval_interval: 100, tagger_tags: "upos",
       tagger_hidden_dim: 200, tagger_batch_size: 50, tagger_biaffine_dim: 50, tagger_composite_biaffine_dim: 20,
@@ -57,7 +57,8 @@ local paper_ud = {
       parser_optimizer: "adam", parser_lr: 3e-3, parser_beta2: 0.95,
     },
     max_length: 128,
-    // Transformer-Grammar LMs, one budget for all three kinds: ~1.3 Wolof epochs, est. ~13 min per LM.
+    // Transformer-Grammar LMs, one budget for all three kinds: ~1.3 Wolof epochs, ~4 min per LM
+    // (two side by side, one thread each).
     tg: { max_length: 256, training: { max_steps: 400, batch_size: 32 }, evaluation: {}, agreement: {} },
     // A CPU-sized reduction of the reference's settings, with the fallback lr 1e-3; ~8 min.
     pretrain: {
@@ -143,7 +144,7 @@ local paper_ud = {
       paper_tenth_reference: self.paper_tenth + { step: { reference_head: true } },
     },
     // Each task's regime: the one with the best dev figure for the paper-scale µB-M (docs/decomposition)
-    // among those a 5-seed table can afford. NER: the paper's own (7-19 min a seed on one CPU thread).
+    // among those a 5-seed table can afford. NER: the paper's own (6-16 min a seed on one CPU thread).
     // UD: paper_tenth; the `paper` regime (156-283 epochs, ~25-40 min a seed alone on a GPU, 75 min to
     // 4.7 h alone on 2 CPU cores) checks it: experiments/paper/paper_regime (µB-M, µB-MXPT-SLA).
     chosen: { ud: "paper_tenth", ner: "paper" },
