@@ -22,7 +22,7 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from tango import Workspace
 from tango.step_info import StepInfo
@@ -939,10 +939,11 @@ def question_so_far(runs, cells, scale: str) -> str:
             + markdown_table(header, rows) + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
 
 
-def question_section(cells, runs=()) -> str:
+def question_section(cells, runs=(), figure_link: Optional[str] = None) -> str:
     """The paper's question first: does a syntactic inductive bias help? Per scale with the cells,
     each bias condition − µB-M (UD LAS, NER F1) with its paired 95 % interval, the paper's Δ beside it,
-    the seeds and regime behind each figure, and a verdict read from the figures."""
+    the seeds and regime behind each figure, and a verdict read from the figures; ``figure_link``: the
+    `question_figure` drawn for them, shown first."""
     scales = sorted({c.scale for c in cells if c.table in dict(QUESTION_TABLES) and c.result},
                     key=lambda scale: (scale != "cpu", scale))
     parts = ["Each syntactic-inductive-bias condition's difference from µB-M on the same language, paired by the "
@@ -951,6 +952,9 @@ def question_section(cells, runs=()) -> str:
              "(configs/paper_tables.json, the paper's Tables 2 and 3), which has no interval. The paper's answer "
              "(its abstract): the methods \"produce uneven results in low-resource settings, and provide surprisingly "
              "little benefit in most cases\".\n"]
+    if figure_link:
+        parts.append(f"Every difference below against the paper's (on the dashed line we agree; above 0 the bias helps):\n\n"
+                     f"![our differences from µB-M against the paper's]({figure_link})\n")
     without = []
     for scale in scales:
         deltas = question_deltas(cells, scale)
@@ -986,47 +990,73 @@ def _mean(values) -> Optional[float]:
     return sum(values) / len(values) if values else None
 
 
+class QuestionPoint(NamedTuple):
+    """One difference the paper's question reads: a syntactic-bias condition − µB-M on one language and
+    task at one scale; ``how`` says where its seeds come from when not from two cells' aggregates."""
+
+    scale: str
+    table: str
+    language: str
+    row: str
+    difference: object  # reporting.significance.Difference
+    shared: List[int]
+    published: Optional[float]  # the paper's Δ
+    how: str = ""
+
+
+def question_points(cells, runs=()) -> List[QuestionPoint]:
+    """Every difference of the paper's question: each scale's cells paired by seed, then at the paper's
+    scales those read from the finished seeds of cells with no aggregate (two or more shared seeds)."""
+    labels, paper = dict(QUESTION_TABLES), json.loads(tables.PAPER_TABLES.read_text())
+    points = []
+    for scale in sorted({c.scale for c in cells}, key=lambda scale: (scale != "cpu", scale)):
+        for (language, row), by_table in question_deltas(cells, scale).items():
+            for table, _ in QUESTION_TABLES:
+                if table in by_table:
+                    difference, shared, published, _ = by_table[table]
+                    points.append(QuestionPoint(scale, table, language, row, difference, shared, published))
+        if not scale.startswith("gpu-"):
+            continue
+        found = _finished_seeds(runs, cells, scale)
+        for (table, language, row), seeds in sorted(found.items()):
+            base = found.get((table, language, "M"))
+            difference, shared = _so_far_difference(seeds, base) if row != "M" and base else (None, [])
+            if difference is not None and len(shared) > 1 and table in labels:
+                grid = [seed for seed in shared if base[seed][2] == "grid"]
+                how = "read from the finished seeds" + (f", µB-M's {_seeds_text(grid)} from its first pretraining" if grid else "")
+                points.append(QuestionPoint(scale, table, language, row, difference, shared,
+                                            tables.paper_delta(paper.get(table, {}).get("rows", {}), row, language), how))
+    return points
+
+
 def question_headline(cells, runs=()) -> str:
     """The paper's question in one paragraph: at cpu scale, how many differences from µB-M lie above,
     below or across 0; at the paper's scale, each condition's differences (with those read from the
     finished seeds of cells that have no aggregate yet), beside the paper's Δ."""
     labels, paper = dict(QUESTION_TABLES), json.loads(tables.PAPER_TABLES.read_text())
+    points = question_points(cells, runs)
+    name = lambda p: f"µB-{p.row} {short_title(p.language)} {labels[p.table]}"  # noqa: E731
     sentences = []
-    cpu = [(f"µB-{row} {short_title(language)} {label}", d, published)
-           for (language, row), by_table in question_deltas(cells, "cpu").items() for table, label in QUESTION_TABLES
-           for d, _, published, _ in [by_table.get(table, (None,) * 4)]]
-    with_interval, above, below, inside, compared = _intervals(cpu)
+    with_interval, above, below, inside, compared = _intervals([(name(p), p.difference, p.published) for p in points if p.scale == "cpu"])
     if with_interval:
         rest = len(with_interval) - len(above) - len(below)
         sentences.append(f"At cpu scale, with undertrained encoders, {len(above)} of {len(with_interval)} differences "
                          f"{'lies' if len(above) == 1 else 'lie'} above 0 and {len(below)} below; the other {rest} "
                          f"include{'s' if rest == 1 else ''} 0"
                          + (f", and the paper's Δ lies inside our interval in {inside} of {compared}" if compared else "") + ".")
-    figures = defaultdict(list)  # (language, row): [(label, scale, difference, shared seeds, paper Δ, where its seeds come from)]
-    for scale in sorted({c.scale for c in cells if c.scale.startswith("gpu-")}):
-        for (language, row), by_table in question_deltas(cells, scale).items():
-            for table, label in QUESTION_TABLES:
-                if table in by_table:
-                    difference, shared, published, _ = by_table[table]
-                    figures[(language, row)].append((label, scale, difference, shared, published, ""))
-        found = _finished_seeds(runs, cells, scale)
-        for (table, language, row), seeds in found.items():
-            base = found.get((table, language, "M"))
-            difference, shared = _so_far_difference(seeds, base) if row != "M" and base else (None, [])
-            if difference is not None and len(shared) > 1:
-                published = tables.paper_delta(paper.get(table, {}).get("rows", {}), row, language)
-                grid = [seed for seed in shared if base[seed][2] == "grid"]
-                how = ", read from the finished seeds" + (f", µB-M's {_seeds_text(grid)} from its first pretraining" if grid else "")
-                figures[(language, row)].append((labels[table], scale, difference, shared, published, how))
+    figures = defaultdict(list)  # (language, row): the paper-scale points
+    for point in points:
+        if point.scale.startswith("gpu-"):
+            figures[(point.language, point.row)].append(point)
     if figures:
-        rank, parts, named = language_rank(paper), [], []
+        rank, parts = language_rank(paper), []
         for language, row in sorted(figures, key=lambda key: (rank(key[0]), key[1])):
-            found = sorted(figures[(language, row)], key=lambda figure: (figure[0] != "UD LAS", figure[1]))
+            found = sorted(figures[(language, row)], key=lambda p: (p.table, p.scale))
             parts.append(f"{short_title(language)} µB-{row}: " + ", ".join(
-                f"{label} {_delta_text(d)} (`{scale[4:]}` regime, seeds {_seeds_text(shared)}"
-                + how + ("" if published is None else f"; paper {published:+.2f}") + ")"
-                for label, scale, d, shared, published, how in found))
-            named += [(f"µB-{row} {short_title(language)} {label}", d, published) for label, _, d, _, published, _ in found]
+                f"{labels[p.table]} {_delta_text(p.difference)} (`{p.scale[4:]}` regime, seeds {_seeds_text(p.shared)}"
+                + (f", {p.how}" if p.how else "") + ("" if p.published is None else f"; paper {p.published:+.2f}") + ")"
+                for p in found))
+        named = [(name(p), p.difference, p.published) for group in figures.values() for p in group]
         with_interval, above, below, inside, compared = _intervals(named)
         reading = ("no interval excludes 0" if not above and not below else
                    f"{len(above)} of {len(with_interval)} intervals {'lies' if len(above) == 1 else 'lie'} above 0 and "
@@ -1038,6 +1068,66 @@ def question_headline(cells, runs=()) -> str:
         return ""
     return ("**Does syntactic inductive bias help?** (each condition − µB-M, Δ ± 95% CI paired by seed; \"The paper's "
             "question\" above) " + " ".join(sentences))
+
+
+def question_figure_link(cells, runs, curves_dir: Optional[Path], report_dir: Optional[Path]) -> Optional[str]:
+    """`question_figure` drawn into ``curves_dir`` and its link relative to the report, or None."""
+    if curves_dir is None:
+        return None
+    Path(curves_dir).mkdir(parents=True, exist_ok=True)
+    path = Path(curves_dir) / "question_deltas.png"
+    if not question_figure(question_points(cells, runs), path):
+        return None
+    return path.resolve().relative_to(Path(report_dir or Path(curves_dir).parent).resolve()).as_posix()
+
+
+def question_figure(points: Sequence[QuestionPoint], path: Path) -> bool:
+    """Our Δ (± 95 % CI) against the paper's for every difference of the question, one panel a task: on
+    the diagonal we agree with the paper, above 0 the bias helps. cpu-scale points small and grey, the
+    paper scale's large, each named in the legend. False (nothing drawn) without a point the paper has a Δ for."""
+    shown = [p for p in points if p.published is not None and p.difference.mean is not None
+             and (p.scale == "cpu" or p.scale.startswith("gpu-"))]
+    if not shown:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = dict(QUESTION_TABLES)
+    panels = [table for table, _ in QUESTION_TABLES if any(p.table == table for p in shown)]
+    # one marker and colour per paper-scale condition and regime, the same in both panels
+    styles = {key: i for i, key in enumerate(sorted({(p.row, p.language, p.scale) for p in shown if p.scale.startswith("gpu-")}))}
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.6), squeeze=False)
+    for axis, table in zip(axes[0], panels):
+        group = [p for p in shown if p.table == table]
+        cpu = [p for p in group if not p.scale.startswith("gpu-")]
+        if cpu:
+            axis.errorbar([p.published for p in cpu], [p.difference.mean for p in cpu],
+                          yerr=[0.0 if p.difference.half_width is None else p.difference.half_width for p in cpu],
+                          fmt=".", color="0.6", markersize=4, elinewidth=0.5, label="cpu scale (undertrained)", zorder=2)
+        # each paper-scale difference its own marker, named in the legend (labels beside points collide);
+        # those of one cell under two regimes share their x, so they are spread a little
+        gpu = [p for p in group if p.scale.startswith("gpu-")]
+        for index, p in enumerate(gpu):
+            before = sum(q.published == p.published for q in gpu[:index])
+            axis.errorbar([p.published + 0.05 * before], [p.difference.mean],
+                          yerr=[0.0 if p.difference.half_width is None else p.difference.half_width],
+                          fmt="osD^v"[styles[(p.row, p.language, p.scale)] % 5], color=f"C{styles[(p.row, p.language, p.scale)] % 10}", markersize=6, elinewidth=1.2, capsize=2, zorder=3,
+                          label=f"µB-{p.row} {short_title(p.language)}, {p.scale[4:]} regime" + (" (finished seeds)" if p.how else ""))
+        values = [v for p in group for v in (p.published, p.difference.mean)]
+        low, high = min(values + [0.0]) - 0.5, max(values + [0.0]) + 0.5
+        axis.plot([low, high], [low, high], linestyle="--", color="black", linewidth=0.7, label="ours = the paper's")
+        axis.axhline(0, color="black", linewidth=0.8)
+        axis.axvline(0, color="black", linewidth=0.4)
+        axis.set_xlabel(f"the paper's Δ ({labels[table]})")
+        axis.set_ylabel(f"our Δ ± 95% CI ({labels[table]}, paired by seed)")
+        axis.set_title(f"{labels[table]}: each condition − µB-M", fontsize=9)
+        axis.legend(fontsize=6.5, loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return True
 
 
 def headline_section(cells, grid, so_far, runs=()) -> str:
@@ -1256,7 +1346,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     so_far = decomposition.seeds_so_far(grid_runs, grid, decomposition.recorded_runs())
     cpu_note = tables.undertrained_note(cells)
     results: List[Tuple[str, str]] = [
-        ("The paper's question", question_section(cells, runs)),
+        ("The paper's question", question_section(cells, runs, question_figure_link(cells, runs, curves_dir, report_dir))),
         ("Headline findings", headline_section(cells, grid, so_far, runs)),
         ("Paper tables", tables.with_cpu_notes(tables_section(cells, problems), cells)),
         ("Related biases", tables.with_cpu_notes(related_section(cells), cells)),

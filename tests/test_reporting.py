@@ -848,7 +848,7 @@ def test_the_papers_question_shows_the_finished_seeds_of_cells_with_no_aggregate
     assert "with no aggregate yet" not in report.question_section(cells, runs[:1])  # µB-M alone answers nothing
 
 
-def test_the_headline_answers_the_papers_question_from_the_figures():
+def test_the_headline_answers_the_papers_question_from_the_figures(tmp_path):
     """The headline's first paragraph reads the question's differences: at cpu scale how many intervals
     lie above, below or across 0; at the paper's scale each difference, cells' and those read from the
     finished seeds of cells with no aggregate (µB-M's grid seeds named), beside the paper's Δ. The
@@ -890,6 +890,17 @@ def test_the_headline_answers_the_papers_question_from_the_figures():
     assert (f"At the paper's scale, 1 of 2 intervals lies above 0 and 0 below (µB-MXPT-SLA Wolof UD LAS "
             f"{interval([76.5, 76.6, 76.4], tenth_m)})") in report.question_headline(cells[:4] + above + cells[5:], runs)
     assert report.question_headline(cells[:1], []) == ""  # µB-M alone: nothing to read
+    # The same points drawn: one panel per task with a point the paper has a Δ for, linked from the question
+    points = report.question_points(cells, runs)
+    assert [(p.scale, p.row, p.how != "") for p in points] == [("cpu", "MP", False), ("cpu", "MX", False),
+                                                               ("gpu-paper", "MXPT-SLA", True), ("gpu-paper_tenth", "MXPT-SLA", False)]
+    figure = tmp_path / "question_deltas.png"
+    assert report.question_figure(points, figure) and figure.stat().st_size > 10_000
+    assert not report.question_figure([p._replace(published=None) for p in points], tmp_path / "none.png")
+    assert not (tmp_path / "none.png").exists()
+    link = report.question_figure_link(cells, runs, tmp_path / "curves", tmp_path)
+    assert link == "curves/question_deltas.png" and (tmp_path / "curves" / link.split("/")[1]).exists()
+    assert f"![our differences from µB-M against the paper's]({link})" in report.question_section(cells, runs, link)
 
 
 def test_curves_fit_the_y_axis_to_where_runs_differ():
