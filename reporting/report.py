@@ -1029,12 +1029,12 @@ def question_points(cells, runs=()) -> List[QuestionPoint]:
     return points
 
 
-def question_headline(cells, runs=()) -> str:
-    """The paper's question in one paragraph: at cpu scale, how many differences from µB-M lie above,
-    below or across 0; at the paper's scale, each condition's differences (with those read from the
-    finished seeds of cells that have no aggregate yet), beside the paper's Δ."""
+def question_headline(points: Sequence[QuestionPoint]) -> str:
+    """The paper's question in one paragraph from its `question_points`: at cpu scale, how many
+    differences from µB-M lie above, below or across 0; at the paper's scale, each condition's
+    differences (with those read from the finished seeds of cells that have no aggregate yet), beside
+    the paper's Δ."""
     labels, paper = dict(QUESTION_TABLES), json.loads(tables.PAPER_TABLES.read_text())
-    points = question_points(cells, runs)
     name = lambda p: f"µB-{p.row} {short_title(p.language)} {labels[p.table]}"  # noqa: E731
     sentences = []
     with_interval, above, below, inside, compared = _intervals([(name(p), p.difference, p.published) for p in points if p.scale == "cpu"])
@@ -1070,13 +1070,13 @@ def question_headline(cells, runs=()) -> str:
             "question\" above) " + " ".join(sentences))
 
 
-def question_figure_link(cells, runs, curves_dir: Optional[Path], report_dir: Optional[Path]) -> Optional[str]:
-    """`question_figure` drawn into ``curves_dir`` and its link relative to the report, or None."""
+def question_figure_link(points: Sequence[QuestionPoint], curves_dir: Optional[Path], report_dir: Optional[Path]) -> Optional[str]:
+    """`question_figure` of ``points`` drawn into ``curves_dir`` and its link relative to the report, or None."""
     if curves_dir is None:
         return None
     Path(curves_dir).mkdir(parents=True, exist_ok=True)
     path = Path(curves_dir) / "question_deltas.png"
-    if not question_figure(question_points(cells, runs), path):
+    if not question_figure(points, path):
         return None
     return path.resolve().relative_to(Path(report_dir or Path(curves_dir).parent).resolve()).as_posix()
 
@@ -1130,13 +1130,13 @@ def question_figure(points: Sequence[QuestionPoint], path: Path) -> bool:
     return True
 
 
-def headline_section(cells, grid, so_far, runs=()) -> str:
+def headline_section(cells, grid, so_far, points: Sequence[QuestionPoint] = ()) -> str:
     """The headline findings, each a short paragraph built from the figures: the paper's question, how
     close the tables come to the paper and why, and where the Wolof gap went (the decomposition grid)."""
     from reporting import decomposition
 
     paper = json.loads(tables.PAPER_TABLES.read_text())
-    parts = [text for text in [question_headline(cells, runs)] if text]
+    parts = [text for text in [question_headline(points)] if text]
     closeness = []
     for table, label in QUESTION_TABLES:
         columns, _, paper_rows = tables.paper_values(paper, table)
@@ -1345,9 +1345,10 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     grid, _ = decomposition.decomposition_cells(workspace_dir, graphs, runs=grid_runs)
     so_far = decomposition.seeds_so_far(grid_runs, grid, decomposition.recorded_runs())
     cpu_note = tables.undertrained_note(cells)
+    points = question_points(cells, runs)  # read by the headline and the question's figure
     results: List[Tuple[str, str]] = [
-        ("The paper's question", question_section(cells, runs, question_figure_link(cells, runs, curves_dir, report_dir))),
-        ("Headline findings", headline_section(cells, grid, so_far, runs)),
+        ("The paper's question", question_section(cells, runs, question_figure_link(points, curves_dir, report_dir))),
+        ("Headline findings", headline_section(cells, grid, so_far, points)),
         ("Paper tables", tables.with_cpu_notes(tables_section(cells, problems), cells)),
         ("Related biases", tables.with_cpu_notes(related_section(cells), cells)),
         ("Transformer Grammars", tables.with_cpu_notes(tg_section(cells), cells)),

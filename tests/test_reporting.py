@@ -877,7 +877,7 @@ def test_the_headline_answers_the_papers_question_from_the_figures(tmp_path):
     runs = ([run("paper", "decomposition:ud", "paper", seed, base[seed]) for seed in (42, 43)]
             + [run("gpu-paper", "table2", "M", seed, base[seed]) for seed in (44, 45)]
             + [run("gpu-paper", "table2", "MXPT-SLA", seed, test) for seed, test in sla.items()])
-    text = report.question_headline(cells, runs)
+    text = report.question_headline(report.question_points(cells, runs))
     assert text.startswith("**Does syntactic inductive bias help?**")
     assert ("At cpu scale, with undertrained encoders, 1 of 2 differences lies above 0 and 0 below; the other 1 includes 0, "
             "and the paper's Δ lies inside our interval in ") in text
@@ -888,8 +888,8 @@ def test_the_headline_answers_the_papers_question_from_the_figures(tmp_path):
     assert "At the paper's scale, no interval excludes 0" in text
     above = [cell("table2", "gpu-paper_tenth", "MXPT-SLA", [76.5, 76.6, 76.4])]
     assert (f"At the paper's scale, 1 of 2 intervals lies above 0 and 0 below (µB-MXPT-SLA Wolof UD LAS "
-            f"{interval([76.5, 76.6, 76.4], tenth_m)})") in report.question_headline(cells[:4] + above + cells[5:], runs)
-    assert report.question_headline(cells[:1], []) == ""  # µB-M alone: nothing to read
+            f"{interval([76.5, 76.6, 76.4], tenth_m)})") in report.question_headline(report.question_points(cells[:4] + above + cells[5:], runs))
+    assert report.question_headline(report.question_points(cells[:1], [])) == ""  # µB-M alone: nothing to read
     # The same points drawn: one panel per task with a point the paper has a Δ for, linked from the question
     points = report.question_points(cells, runs)
     assert [(p.scale, p.row, p.how != "") for p in points] == [("cpu", "MP", False), ("cpu", "MX", False),
@@ -898,7 +898,7 @@ def test_the_headline_answers_the_papers_question_from_the_figures(tmp_path):
     assert report.question_figure(points, figure) and figure.stat().st_size > 10_000
     assert not report.question_figure([p._replace(published=None) for p in points], tmp_path / "none.png")
     assert not (tmp_path / "none.png").exists()
-    link = report.question_figure_link(cells, runs, tmp_path / "curves", tmp_path)
+    link = report.question_figure_link(points, tmp_path / "curves", tmp_path)
     assert link == "curves/question_deltas.png" and (tmp_path / "curves" / link.split("/")[1]).exists()
     assert f"![our differences from µB-M against the paper's]({link})" in report.question_section(cells, runs, link)
 
