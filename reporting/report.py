@@ -887,6 +887,17 @@ def _so_far_difference(seeds, base):
     return (paired_difference(as_result(seeds), as_result(base)) if shared else None), shared
 
 
+def _so_far_pairs(found, paper):
+    """Each cell of `_finished_seeds` with what the question reads of it, in table, language, µB-M-first
+    order: (key, seeds, µB-M's seeds or None, `_so_far_difference` (None, [] for µB-M or before a
+    shared seed), the paper's Δ). `question_so_far`'s rows and `question_points`' points both read this."""
+    for (table, language, row), seeds in sorted(found.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] != "M", item[0][2])):
+        base = found.get((table, language, "M"))
+        difference, shared = _so_far_difference(seeds, base) if row != "M" and base else (None, [])
+        published = None if row == "M" else tables.paper_delta(paper.get(table, {}).get("rows", {}), row, language)
+        yield (table, language, row), seeds, base, difference, shared, published
+
+
 def question_so_far(runs, cells, scale: str) -> str:
     """The question's cells at ``scale`` that have no aggregate yet: each condition's finished seeds and
     its difference from µB-M over the seeds both have, so that a long regime's answer shows as its seeds
@@ -899,13 +910,11 @@ def question_so_far(runs, cells, scale: str) -> str:
     planned = {(c.table, c.column, c.row): c.planned_seeds for c in cells if c.scale == scale and not c.result}
     labels, paper = dict(QUESTION_TABLES), json.loads(tables.PAPER_TABLES.read_text())
     rows, notes = [], []
-    for (table, column, row), seeds in sorted(found.items(), key=lambda item: (item[0][0], item[0][1], item[0][2] != "M", item[0][2])):
+    for (table, column, row), seeds, base, difference, shared, published in _so_far_pairs(found, paper):
         tests = [seeds[seed][0] for seed in sorted(seeds)]
         devs = [seeds[seed][1] for seed in sorted(seeds) if seeds[seed][1] is not None]
-        base = found.get((table, column, "M"))
         delta = "—"
         if row != "M" and base:
-            difference, shared = _so_far_difference(seeds, base)
             delta = ("no shared seed yet" if difference is None else f"{difference.mean:+.2f} (seed {shared[0]}, no interval)"
                      if len(shared) == 1 else f"{_delta_text(difference)} (seeds {_seeds_text(shared)})")
             # seeds outside the pairs (or no pair yet): the unpaired interval over every seed goes beside it
@@ -914,7 +923,6 @@ def question_so_far(runs, cells, scale: str) -> str:
         grid = [seed for seed in sorted(seeds) if seeds[seed][2] == "grid"]
         wanted = planned.get((table, column, row)) or []
         to_run = f" of {_seeds_text(wanted)}" if not set(wanted) <= set(seeds) else ""
-        published = None if row == "M" else tables.paper_delta(paper.get(table, {}).get("rows", {}), row, column)
         paper_delta = "—" if published is None else f"{published:+.2f}"
         rows.append([short_title(column), labels[table], f"µB-{row}", _seeds_text(list(seeds)) + ("*" if grid else "") + to_run,
                      " / ".join(f"{test:.2f}" for test in tests), f"{_mean(tests):.2f}", f"{_mean(devs):.2f}" if devs else "—", delta,
@@ -1018,14 +1026,11 @@ def question_points(cells, runs=()) -> List[QuestionPoint]:
         if not scale.startswith("gpu-"):
             continue
         found = _finished_seeds(runs, cells, scale)
-        for (table, language, row), seeds in sorted(found.items()):
-            base = found.get((table, language, "M"))
-            difference, shared = _so_far_difference(seeds, base) if row != "M" and base else (None, [])
+        for (table, language, row), _, base, difference, shared, published in _so_far_pairs(found, paper):
             if difference is not None and len(shared) > 1 and table in labels:
                 grid = [seed for seed in shared if base[seed][2] == "grid"]
                 how = "read from the finished seeds" + (f", µB-M's {_seeds_text(grid)} from its first pretraining" if grid else "")
-                points.append(QuestionPoint(scale, table, language, row, difference, shared,
-                                            tables.paper_delta(paper.get(table, {}).get("rows", {}), row, language), how))
+                points.append(QuestionPoint(scale, table, language, row, difference, shared, published, how))
     return points
 
 
