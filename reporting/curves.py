@@ -238,13 +238,16 @@ def redraw_recorded(out_dir: Path, skip: Sequence[Path] = ()) -> List[Path]:
     return draw_series({key: {} for key in keys}, out_dir, keep_recorded=True)
 
 
+INTRO = "Drawn from each cached step's `metrics.json` history (`reporting/curves.py`); a line per condition and seed."
+
+
 def curves_markdown(written: Sequence[Path], relative_to: Path) -> str:
     if not written:
         return "_nothing cached yet_\n"
-    lines = ["Drawn from each cached step's `metrics.json` history (`reporting/curves.py`); a line per condition and seed.\n"]
+    lines = [INTRO + "\n"]
     for path in written:
         lines.append(f"![{path.stem}]({Path(path).resolve().relative_to(Path(relative_to).resolve()).as_posix()})")
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CURVES", "curve_series", "curves_markdown", "draw_curves", "draw_series", "redraw_recorded", "tg_curve_series"]
+__all__ = ["CURVES", "INTRO", "curve_series", "curves_markdown", "draw_curves", "draw_series", "redraw_recorded", "tg_curve_series"]

@@ -472,6 +472,27 @@ def recorded_runs(runs_csv: Optional[Path], recorded_report: Optional[str]) -> L
     return rows
 
 
+def predicted_runs(predictions: Path) -> List[Dict[str, str]]:
+    """The committed predictions' runs as runs.csv rows (source record): each ``metrics.json`` that
+    tools/export_predictions.py wrote with its ``cell``. What an empty cache still knows of fine-tunes
+    whose caches are gone, such as the seeds of one cell run on several machines."""
+    number = lambda value, digits=2: "" if value is None else f"{value:.{digits}f}"  # noqa: E731
+    rows = []
+    for path in sorted(Path(predictions).rglob("metrics.json")) if Path(predictions).is_dir() else []:
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+        cell, metric = metrics.get("cell"), metrics.get("primary_metric")
+        if not cell or not metric:
+            continue  # exported before the export named its cell: runs.csv already holds the run
+        seconds = metrics.get("train_seconds")
+        rows.append({"scale": cell["scale"], "table": cell["table"], "row": cell["row"], "column": cell["column"],
+                     "seed": str(cell["seed"]), "metric": metric, "dev": number((metrics.get("dev") or {}).get(metric)),
+                     "test": number((metrics.get("test") or {}).get(metric)),
+                     "official_las_test": number((metrics.get("udeval") or {}).get("LAS")),
+                     "finetune_minutes": number(None if seconds is None else seconds / 60),
+                     "device": metrics.get("device") or "", "source": "record"})
+    return rows
+
+
 def cell_records(cells) -> Dict[Tuple[str, str, str, str], Dict[int, float]]:
     """{(scale, table, row, column): {seed: test}} of every cell of record: the paper tables' and the
     decomposition grid's (whose scale is the fine-tuning regime, its row the encoder)."""
@@ -499,11 +520,16 @@ def cell_record_text(run: Dict[str, str], records: Dict[Tuple[str, str, str, str
     return f"no: another run; the record's seed {seed} reads {seeds[seed]:.2f}"
 
 
-def merged_runs(cached: List[Dict[str, str]], recorded: List[Dict[str, str]], cells) -> List[Dict[str, str]]:
-    """This cache's runs and the record's runs this cache lacks (by scale, table, row, column and
-    seed), each with whether its cell's record holds its figure."""
-    names = {tuple(run[k] for k in RUN_KEY) for run in cached}
-    runs = cached + [run for run in recorded if tuple(run.get(k, "") for k in RUN_KEY) not in names]
+def merged_runs(cached: List[Dict[str, str]], recorded: List[Dict[str, str]], cells,
+                predicted: Sequence[Dict[str, str]] = ()) -> List[Dict[str, str]]:
+    """This cache's runs, then the record's runs this cache lacks (by scale, table, row, column and
+    seed), then the committed predictions' runs (`predicted_runs`) that neither holds; each with
+    whether its cell's record holds its figure."""
+    name = lambda run: tuple(run.get(k, "") for k in RUN_KEY)  # noqa: E731
+    cached_names = {name(run) for run in cached}
+    runs = cached + [run for run in recorded if name(run) not in cached_names]
+    names = {name(run) for run in runs}
+    runs += [run for run in predicted if name(run) not in names]
     records = cell_records(cells)
     runs = [dict(run, cell_record=cell_record_text(run, records)) for run in runs]
     return sorted(runs, key=lambda run: (run["scale"], run["table"], run["row"], run["column"], int(run["seed"] or 0)))
@@ -523,7 +549,7 @@ def runs_section(runs: List[Dict[str, str]]) -> str:
     others = [run for run in runs if run.get("cell_record", "").startswith("no")]
     text = (f"[`{RUNS_CSV}`]({RUNS_CSV}): {len(runs)} fine-tuning runs, one row per task, encoder and seed "
             "(dev and test: the table metric, UD parsing LAS without gold PUNCT/SYM; official_las_test: the CoNLL 2018 "
-            "scorer, punctuation included; source: this cache or the committed record; cell_record: whether the "
+            "scorer, punctuation included; source: this cache, or the committed record (runs.csv and the exported predictions, docs/predictions/); cell_record: whether the "
             "cell's record holds this run's figure).\n")
     if not others:
         return text
@@ -854,13 +880,14 @@ def _m_alone_text(cells, scale: str, compared) -> str:
 # The authors' earlier published figure for a cell, beside this paper's own (configs/paper_tables.json).
 EARLIER_PUBLISHED = {("table2", "M", "wolof"): (75.69, "Gessler and Zeldes (2022), MicroBERT, UD 2.9")}
 def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]]:
-    """{(table, column, row): {seed: (test, dev, where)}} of the question's cells at ``scale`` that
-    have no aggregate yet (their files still have seeds running); a paper-scale µB-M's seeds include
+    """{(table, column, row): {seed: (test, dev, where)}} of the question's cells at ``scale`` (µB-M and
+    the syntactic-bias conditions; not random-init) that have no aggregate yet (their files still have seeds running); a paper-scale µB-M's seeds include
     the decomposition grid's runs of the same fine-tuning (``where``: "grid"): its `paper` encoder
     under the scale's regime, for Wolof (decomposition.PAPER_SCALE_TABLES)."""
     from reporting import decomposition
 
-    waiting = {(c.table, c.row, c.column) for c in cells if c.scale == scale and not c.result}  # a table file's cell, no figure yet
+    waiting = {(c.table, c.row, c.column) for c in cells  # a table file's cell, no figure yet: µB-M or a bias condition
+               if c.scale == scale and not c.result and (c.row == "M" or (c.row not in NOT_A_BIAS and tables._is_condition(c.row)))}
     found: Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]] = defaultdict(dict)
     for run in runs:
         if not run.get("test") or not run.get("seed"):
@@ -1345,7 +1372,8 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
 
     graphs = load_graphs(experiment_files(), workspace_dir)  # every file under experiments/, each built once
     cells, problems = table_cells(workspace_dir, graphs, keep_record)
-    runs = merged_runs(finetune_runs(workspace), recorded_runs(recorded_runs_csv, recorded) if keep_record else [], cells)
+    runs = merged_runs(finetune_runs(workspace), recorded_runs(recorded_runs_csv, recorded) if keep_record else [], cells,
+                       predicted_runs(decomposition.PREDICTIONS) if keep_record else ())
     grid_runs = decomposition.finetune_runs(workspace_dir, graphs)
     grid, _ = decomposition.decomposition_cells(workspace_dir, graphs, runs=grid_runs)
     so_far = decomposition.seeds_so_far(grid_runs, grid, decomposition.recorded_runs())
@@ -1556,7 +1584,9 @@ def keep_recorded_figures(body: str, recorded: str, report_dir: Optional[Path]) 
             and report_dir is not None and (report_dir / _figure_target(line)).is_file()]
     if not kept:
         return body
-    body = "" if body.strip() == NOTHING.strip() else body.rstrip("\n") + "\n\n"
+    from reporting.curves import INTRO  # what the lines are, said once the cache draws none of them
+
+    body = INTRO + "\n\n" if body.strip() == NOTHING.strip() else body.rstrip("\n") + "\n\n"
     return body + KEPT_FIGURES_NOTE + "\n\n" + "\n".join(kept) + "\n"
 
 

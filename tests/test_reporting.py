@@ -444,6 +444,8 @@ def test_update_docs_keeps_the_figures_the_cache_does_not_redraw(tmp_path):
     empty = fresh.replace("Drawn from the cache.\n\n![maltese_ud_dev_las](curves/cpu/maltese_ud_dev_las.png)\n", report.NOTHING)
     kept = report.report_sections(report.keep_record(empty, recorded, tmp_path))["Training curves"]
     assert report.NOTHING.strip() not in kept and "wolof_ud_dev_las" in kept and "maltese_ud_dev_las" in kept
+    from reporting.curves import INTRO
+    assert kept.index(INTRO) < kept.index(report.KEPT_FIGURES_NOTE)  # what the lines are, still said first
     assert report.keep_record(empty, recorded) == empty
 
 
@@ -667,6 +669,30 @@ def test_runs_csv_keeps_the_records_runs_and_says_which_are_not_their_cells_reco
     assert (row["scale"], row["seed"], row["test"], row["official_las_test"], row["source"]) == ("cpu", "42", "68.45", "70.07", "record")
 
 
+def test_runs_csv_gains_the_committed_predictions_runs_that_no_cache_or_record_holds(tmp_path):
+    """A seed exported to docs/predictions/ from a cache since gone is a runs.csv row (its cell, test,
+    dev, official LAS, minutes and device read from its metrics.json); a seed the cache or runs.csv
+    already holds keeps that row, and an export that names no cell is passed over."""
+    def export(folder, seed, test, cell=True):
+        metrics = {"primary_metric": "las", "seed": seed, "train_seconds": 2100.0, "device": "cpu",
+                   "dev": {"las": 83.5}, "test": {"las": test}, "udeval": {"LAS": test - 0.4}}
+        if cell:
+            metrics["cell"] = {"scale": "gpu-paper_tenth", "table": "table2", "row": "random-init", "column": "coptic", "seed": seed}
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+
+    export("seed42", 42, 84.901)
+    export("seed43", 43, 84.7)
+    export("seed44", 44, 80.0, cell=False)
+    predicted = report.predicted_runs(tmp_path)
+    assert [(r["seed"], r["test"], r["dev"], r["official_las_test"], r["finetune_minutes"], r["source"]) for r in predicted] == [
+        ("42", "84.90", "83.50", "84.50", "35.00", "record"), ("43", "84.70", "83.50", "84.30", "35.00", "record")]
+    recorded = [dict(predicted[1], test="84.71", official_las_test="")]  # runs.csv's row of seed 43 stands
+    runs = report.merged_runs([], recorded, [], predicted)
+    assert [(r["seed"], r["test"]) for r in runs] == [("42", "84.90"), ("43", "84.71")]
+    assert report.predicted_runs(tmp_path / "absent") == []
+
+
 def test_the_paper_question_pairs_each_bias_with_m_beside_the_papers_delta():
     """Per scale, each syntactic-bias condition − µB-M, paired by seed with its 95 % interval, the
     paper's own Δ beside it (its condition minus its µB-M), the shared seeds, and a verdict computed
@@ -824,6 +850,8 @@ def test_the_papers_question_shows_the_finished_seeds_of_cells_with_no_aggregate
              for row in ("M", "MX")] + [Cell("table2", "gpu-paper", row, "wolof", planned_seeds=planned)  # cells with no aggregate
                                         for row, planned in (("M", [44]), ("MXPT-SLA", [42, 43, 44, 45, 46]))]
     runs.append(run("gpu-paper", "table2", "M-long", 44, 70.0, 70.0))  # a grid's run, no table file's cell: not the question's
+    cells.append(Cell("table2", "gpu-paper", "random-init", "wolof", planned_seeds=[44]))  # a baseline, not a bias
+    runs.append(run("gpu-paper", "table2", "random-init", 44, 70.5, 70.1))
     text = report.question_section(cells, runs)
     assert "Cells at `gpu-paper` with no aggregate yet, read from the seeds they have finished." in text and "| Δ from µB-M ± 95% CI (paired over shared seeds; Welch's unpaired over all seeds where they differ) |" in text
     assert "| Wolof | UD LAS | µB-M | 42–44* | 76.19 / 76.05 / 76.50 | 76.25 | 76.05 | — | — |" in text
@@ -844,7 +872,7 @@ def test_the_papers_question_shows_the_finished_seeds_of_cells_with_no_aggregate
     del runs[-2:]
     assert "seeds 42, 43: the decomposition grid's runs of the same fine-tuning" in text
     assert "the authors published 75.69 (Gessler and Zeldes (2022), MicroBERT, UD 2.9) and 77.71 (this paper's Table 2, most likely a dev figure)" in text
-    assert "NER F1 | µB-M" not in text.split("with no aggregate yet")[1] and "M-long" not in text
+    assert "NER F1 | µB-M" not in text.split("with no aggregate yet")[1] and "M-long" not in text and "random-init" not in text
     assert "with no aggregate yet" not in report.question_section(cells, runs[:1])  # µB-M alone answers nothing
 
 
