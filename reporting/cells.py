@@ -5,14 +5,17 @@ both read and write them through here."""
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from reporting.graphs import FileGraph, cached_result, display_path, load_graphs
+from reporting.graphs import REPO, FileGraph, cached_result, display_path, load_graphs
 from reporting.significance import Difference
 from steps.common.formats import DamagedCacheEntry
+
+PREDICTIONS = REPO / "docs" / "predictions"  # tools/export_predictions.py's committed runs
 
 
 @dataclass
@@ -144,3 +147,35 @@ def merge_record(cells: Sequence[Cell], record: Sequence[Cell]) -> List[Cell]:
         if key not in merged or merged[key].result is None or merged[key].result["n"] < cell.result["n"]:
             merged[key] = cell
     return list(merged.values())
+
+
+def exported_seeds(predictions: Path) -> Iterator[Tuple[Path, dict]]:
+    """(path, metrics) of each seed under ``predictions`` (docs/predictions/) whose ``metrics.json``
+    names the score cell it fills (``cell``: scale, table, row, column, seed; tools/export_predictions.py)."""
+    for path in sorted(Path(predictions).rglob("metrics.json")) if Path(predictions).is_dir() else []:
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+        if metrics.get("cell") and metrics.get("primary_metric"):
+            yield path, metrics
+
+
+def exported_cells(predictions: Path, cells: Sequence[Cell]) -> List[Cell]:
+    """The cells with no result here whose every planned seed is exported under ``predictions``, each
+    aggregated from those seeds as its own steps would (steps.evaluate.scoring: `score`, `aggregate`):
+    a cell whose seeds were fine-tuned in separate caches, so no one cache holds its aggregate. A
+    cell still missing one of its seeds gets none (the question reads its finished seeds instead)."""
+    from steps.evaluate.scoring import aggregate, score
+
+    found: Dict[Tuple[str, str, str, str], Dict[int, dict]] = {}
+    for path, metrics in exported_seeds(predictions):
+        place = metrics["cell"]
+        key = tuple(place[k] for k in ("table", "scale", "row", "column"))
+        seed = int(place["seed"])
+        found.setdefault(key, {})[seed] = score(metrics, str(path), place["table"], place["row"], place["column"], place["scale"], seed)
+    assembled = []
+    for cell in cells:
+        seeds = found.get((cell.table, cell.scale, cell.row, cell.column), {})
+        if cell.result is None and cell.planned_seeds and set(cell.planned_seeds) <= set(seeds):
+            result = aggregate([seeds[seed] for seed in sorted(cell.planned_seeds)])
+            assembled.append(Cell(cell.table, cell.scale, cell.row, cell.column, result, list(cell.experiments),
+                                  list(cell.planned_seeds), recorded=True))
+    return assembled

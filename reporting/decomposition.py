@@ -32,7 +32,7 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from reporting.cells import CSV_FIELDS, Cell, collect_cells, dev_values_text, merge_record, record_cells
+from reporting.cells import CSV_FIELDS, PREDICTIONS, Cell, collect_cells, dev_values_text, merge_record, record_cells
 from reporting.graphs import REPO, FileGraph, cached_result, display_path, load_graphs
 from reporting.significance import paired_difference
 from steps.common.formats import DamagedCacheEntry
@@ -41,7 +41,6 @@ from steps.evaluate.scoring import format_mean_sd
 FOLDER = REPO / "experiments" / "decomposition"
 RECORD = "decomposition"  # the file stem
 DOCS = REPO / "docs" / "decomposition"  # the committed record (not under docs/tables: its cells are no paper table's)
-PREDICTIONS = REPO / "docs" / "predictions"  # tools/export_predictions.py's committed runs
 RUNS_CSV = REPO / "docs" / "runs.csv"  # every committed fine-tuning run, one row each (reporting.report)
 # Grid cells whose fine-tunes are another file's own steps (same unique IDs, tests/data/step_ids.json), by
 # (encoder, regime): that file's row in runs.csv, (scale, row). The long encoder under the cpu regime is

@@ -28,7 +28,7 @@ from tango import Workspace
 from tango.step_info import StepInfo
 
 from reporting.cache import unfinished_entries
-from reporting.cells import collect_cells, merge_record, record_cells
+from reporting.cells import collect_cells, exported_seeds, merge_record, record_cells
 from reporting.graphs import REPO, FileGraph, cached_result, experiment_files, load_graphs, scales_of_steps
 from reporting.languages import language_of_file, languages, short_title
 from reporting.records import command_files, read_jsonl
@@ -473,17 +473,13 @@ def recorded_runs(runs_csv: Optional[Path], recorded_report: Optional[str]) -> L
 
 
 def predicted_runs(predictions: Path) -> List[Dict[str, str]]:
-    """The committed predictions' runs as runs.csv rows (source record): each ``metrics.json`` that
-    tools/export_predictions.py wrote with its ``cell``. What an empty cache still knows of fine-tunes
+    """The committed predictions' runs as runs.csv rows (source record): each seed exported with the
+    cell it fills (`reporting.cells.exported_seeds`). What an empty cache still knows of fine-tunes
     whose caches are gone, such as the seeds of one cell run on several machines."""
     number = lambda value, digits=2: "" if value is None else f"{value:.{digits}f}"  # noqa: E731
     rows = []
-    for path in sorted(Path(predictions).rglob("metrics.json")) if Path(predictions).is_dir() else []:
-        metrics = json.loads(path.read_text(encoding="utf-8"))
-        cell, metric = metrics.get("cell"), metrics.get("primary_metric")
-        if not cell or not metric:
-            continue  # exported before the export named its cell: runs.csv already holds the run
-        seconds = metrics.get("train_seconds")
+    for _, metrics in exported_seeds(predictions):
+        cell, metric, seconds = metrics["cell"], metrics["primary_metric"], metrics.get("train_seconds")
         rows.append({"scale": cell["scale"], "table": cell["table"], "row": cell["row"], "column": cell["column"],
                      "seed": str(cell["seed"]), "metric": metric, "dev": number((metrics.get("dev") or {}).get(metric)),
                      "test": number((metrics.get("test") or {}).get(metric)),
@@ -599,7 +595,7 @@ def table_cells(workspace_dir: Path, graphs: Sequence[FileGraph], keep_record: b
     with ``keep_record``, the committed docs/tables cells this cache lacks too."""
     cells, problems = collect_cells(tables.table_files(), workspace_dir, graphs)
     if keep_record:
-        cells = merge_record(cells, record_cells(tables.DOCS_TABLES))
+        cells = merge_record(cells, tables.recorded_cells(cells))
     return cells, problems
 
 
@@ -881,13 +877,19 @@ def _m_alone_text(cells, scale: str, compared) -> str:
 EARLIER_PUBLISHED = {("table2", "M", "wolof"): (75.69, "Gessler and Zeldes (2022), MicroBERT, UD 2.9")}
 def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]]:
     """{(table, column, row): {seed: (test, dev, where)}} of the question's cells at ``scale`` (µB-M and
-    the syntactic-bias conditions; not random-init) that have no aggregate yet (their files still have seeds running); a paper-scale µB-M's seeds include
+    the syntactic-bias conditions; not random-init) that have no aggregate yet, or whose pair has none (their files still have seeds running); a paper-scale µB-M's seeds include
     the decomposition grid's runs of the same fine-tuning (``where``: "grid"): its `paper` encoder
     under the scale's regime, for Wolof (decomposition.PAPER_SCALE_TABLES)."""
     from reporting import decomposition
 
-    waiting = {(c.table, c.row, c.column) for c in cells  # a table file's cell, no figure yet: µB-M or a bias condition
-               if c.scale == scale and not c.result and (c.row == "M" or (c.row not in NOT_A_BIAS and tables._is_condition(c.row)))}
+    # A bias condition waits unless it and its µB-M both have an aggregate (then question_deltas pairs
+    # them); µB-M waits without one, or beside a waiting condition, whose Δ needs its seeds.
+    has = {(c.table, c.row, c.column): bool(c.result) for c in cells
+           if c.scale == scale and (c.row == "M" or (c.row not in NOT_A_BIAS and tables._is_condition(c.row)))}
+    biases = {(table, row, column) for (table, row, column), done in has.items()
+              if row != "M" and not (done and has.get((table, "M", column)))}
+    waiting = biases | {(table, "M", column) for table, _, column in biases if (table, "M", column) in has} \
+        | {key for key, done in has.items() if key[1] == "M" and not done}
     found: Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]] = defaultdict(dict)
     for run in runs:
         if not run.get("test") or not run.get("seed"):
@@ -934,7 +936,7 @@ def question_so_far(runs, cells, scale: str) -> str:
     found = _finished_seeds(runs, cells, scale)
     if not any(row != "M" for _, _, row in found):
         return ""
-    planned = {(c.table, c.column, c.row): c.planned_seeds for c in cells if c.scale == scale and not c.result}
+    planned = {(c.table, c.column, c.row): c.planned_seeds for c in cells if c.scale == scale}
     labels, paper = dict(QUESTION_TABLES), json.loads(tables.PAPER_TABLES.read_text())
     rows, notes = [], []
     for (table, column, row), seeds, base, difference, shared, published in _so_far_pairs(found, paper):
@@ -969,7 +971,8 @@ def question_so_far(runs, cells, scale: str) -> str:
     header = ["language", "task", "condition", "seeds finished", "test, by seed", "test mean", "dev mean",
               "Δ from µB-M ± 95% CI (paired over shared seeds; Welch's unpaired over all seeds where they differ)", "paper Δ"]
     return (f"\nCells at `{scale}` with no aggregate yet, read from the seeds they have finished. A cell's figure is its "
-            "aggregate step's, which needs every seed's score in one cache; these seeds ran in separate caches, and "
+            "aggregate step's, which needs every seed's score in one cache, or every seed exported to docs/predictions/ "
+            "(then the record aggregates them); these seeds ran in separate caches, and "
             "\"of\" marks a cell whose experiment file still has seeds to run:\n\n"
             + markdown_table(header, rows) + ("\n" + "\n\n".join(notes) + "\n" if notes else ""))
 

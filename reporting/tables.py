@@ -37,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from reporting.cells import CSV_FIELDS, Cell, collect_cells, csv_line, merge_record, record_cells
+from reporting.cells import CSV_FIELDS, PREDICTIONS, Cell, collect_cells, csv_line, exported_cells, merge_record, record_cells
 from reporting.graphs import REPO
 from reporting.languages import short_title, variant_of
 from reporting.significance import Difference, paired_difference
@@ -815,6 +815,12 @@ def _drop_stale(targets: Iterable[Path]) -> None:
 DOCS_TABLES = REPO / "docs" / "tables"
 
 
+def recorded_cells(cells: Sequence[Cell]) -> List[Cell]:
+    """The committed record's cells: docs/tables' CSVs, and those of ``cells`` whose every seed is
+    exported to docs/predictions/ although no cache holds their aggregate (`exported_cells`)."""
+    return record_cells(DOCS_TABLES) + exported_cells(PREDICTIONS, cells)
+
+
 def table1_markdown() -> str:
     """Paper Table 1 from the data root (no cache): each of the paper's five languages' unlabeled
     train tokens as load_corpus counts them (its own split if the corpus is pre-split, else the
@@ -863,7 +869,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for error, names in files_by_error.items():
         shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
         print(f"skipped {len(names)} experiment file(s) ({shown}): {error}", file=sys.stderr)
-    record = record_cells(DOCS_TABLES)
+    record = recorded_cells(cells)
     if args.scale:
         cells = [c for c in cells if c.scale in args.scale]
         record = [c for c in record if c.scale in args.scale]

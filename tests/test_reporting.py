@@ -693,6 +693,37 @@ def test_runs_csv_gains_the_committed_predictions_runs_that_no_cache_or_record_h
     assert report.predicted_runs(tmp_path / "absent") == []
 
 
+def test_a_cell_whose_every_seed_is_exported_is_aggregated_from_them(tmp_path):
+    """A cell whose seeds were fine-tuned in separate caches has no aggregate anywhere; once every seed
+    its files plan is exported to docs/predictions/, the record aggregates them (mean, sample sd, per
+    seed test and dev, in seed order), checked here by hand. A cell still missing a seed, or one this
+    cache already aggregates, gets nothing from the exports."""
+    from reporting.cells import exported_cells
+
+    tests, devs = {43: 84.79, 42: 84.90, 46: 84.70}, {43: 83.69, 42: 84.28, 46: 83.51}
+    for row in ("random-init", "M"):
+        for seed in tests:
+            folder = tmp_path / "gpu-paper_tenth" / "table2" / row / "coptic" / f"seed{seed}"
+            folder.mkdir(parents=True)
+            metrics = {"primary_metric": "las", "task": "ud_parsing", "test": {"las": tests[seed]}, "dev": {"las": devs[seed]},
+                       "cell": {"scale": "gpu-paper_tenth", "table": "table2", "row": row, "column": "coptic", "seed": seed}}
+            (folder / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+    planned = [42, 43, 46]
+    cells = [Cell("table2", "gpu-paper_tenth", "random-init", "coptic", planned_seeds=planned),
+             Cell("table2", "gpu-paper_tenth", "random-init", "wolof", planned_seeds=planned),  # nothing exported
+             Cell("table2", "gpu-paper_tenth", "M", "coptic", {"seeds": [42], "n": 1, "test": {"mean": 88.0, "sd": 0.0, "values": [88.0]}},
+                  planned_seeds=planned),  # aggregated in this cache already
+             Cell("table2", "gpu-paper_tenth", "MX", "coptic", planned_seeds=planned)]
+    (assembled,) = exported_cells(tmp_path, cells)
+    values = [tests[seed] for seed in planned]
+    assert (assembled.row, assembled.column, assembled.recorded, assembled.result["seeds"]) == ("random-init", "coptic", True, planned)
+    assert assembled.result["test"]["values"] == values and assembled.result["dev"]["values"] == [devs[s] for s in planned]
+    assert math.isclose(assembled.result["test"]["mean"], sum(values) / 3)
+    assert math.isclose(assembled.result["test"]["sd"], math.sqrt(sum((v - sum(values) / 3) ** 2 for v in values) / 2))
+    cells[0].planned_seeds = [42, 43, 44, 46]  # seed 44 still to run: no figure yet
+    assert exported_cells(tmp_path, cells) == [] and exported_cells(tmp_path / "absent", cells) == []
+
+
 def test_the_paper_question_pairs_each_bias_with_m_beside_the_papers_delta():
     """Per scale, each syntactic-bias condition − µB-M, paired by seed with its 95 % interval, the
     paper's own Δ beside it (its condition minus its µB-M), the shared seeds, and a verdict computed
@@ -874,6 +905,16 @@ def test_the_papers_question_shows_the_finished_seeds_of_cells_with_no_aggregate
     assert "the authors published 75.69 (Gessler and Zeldes (2022), MicroBERT, UD 2.9) and 77.71 (this paper's Table 2, most likely a dev figure)" in text
     assert "NER F1 | µB-M" not in text.split("with no aggregate yet")[1] and "M-long" not in text and "random-init" not in text
     assert "with no aggregate yet" not in report.question_section(cells, runs[:1])  # µB-M alone answers nothing
+    # A condition with an aggregate (its seeds exported) beside a µB-M without one: still read by seed,
+    # as no paired table holds it; once both have aggregates, the paired table does.
+    done = {"seeds": [44, 45], "n": 2, "test": {"mean": 76.1, "sd": 0.85, "values": [75.5, 76.7]}}
+    exported = [c if c.row != "MXPT-SLA" or c.table != "table2" else Cell("table2", "gpu-paper", "MXPT-SLA", "wolof", done)
+                for c in cells]
+    runs.append(run("gpu-paper", "table2", "MXPT-SLA", 45, 76.7, 76.0))
+    assert "| Wolof | UD LAS | µB-MXPT-SLA | 44, 45 | 75.50 / 76.70 |" in report.question_section(exported, runs)
+    m_done = {"seeds": [44, 45], "n": 2, "test": {"mean": 76.4, "sd": 0.14, "values": [76.5, 76.3]}}
+    both_done = [c if c.row != "M" or c.table != "table2" else Cell("table2", "gpu-paper", "M", "wolof", m_done) for c in exported]
+    assert "with no aggregate yet" not in report.question_section(both_done, runs)
 
 
 def test_the_headline_answers_the_papers_question_from_the_figures(tmp_path):

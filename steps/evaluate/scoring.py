@@ -33,6 +33,46 @@ def cell_value(metrics: Dict[str, Any], split: str, where: str) -> Optional[floa
     return float(scores[metric])
 
 
+def score(metrics: Dict[str, Any], where: str, table: str, row: str, column: str, scale: str, seed: int,
+          metric: Optional[str] = None) -> Dict[str, Any]:
+    """`score_cell`'s result from a fine-tune's ``metrics.json`` (``where`` names it in errors); also
+    what an exported seed (docs/predictions/) scores to, its cache gone (reporting.cells.exported_cells)."""
+    if metric is not None:
+        metrics = dict(metrics, primary_metric=metric)
+    return {
+        "table": table, "row": row, "column": column, "scale": scale, "seed": seed,
+        "task": metrics.get("task"), "metric": metrics["primary_metric"] if "primary_metric" in metrics else None,
+        "test": cell_value(metrics, "test", where),
+        "dev": cell_value(metrics, "dev", where),
+        "encoder": metrics.get("encoder"),
+        "train_seconds": metrics.get("train_seconds"),
+    }
+
+
+def aggregate(scores: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """`aggregate_cell`'s result: mean ± sample sd of one cell's seed scores (`score`)."""
+    if not scores:
+        raise ValueError("aggregate_cell needs at least one score")
+    key = {field: scores[0][field] for field in ("table", "row", "column", "scale", "task", "metric")}
+    for entry in scores[1:]:
+        other = {field: entry[field] for field in key}
+        if other != key:
+            raise ValueError(f"cannot aggregate different cells: {key} vs {other}")
+    seeds = [entry["seed"] for entry in scores]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"cell {key['table']}/{key['row']}/{key['column']}: repeated seeds {seeds}")
+    result: Dict[str, Any] = dict(key, seeds=seeds, n=len(scores))
+    for split in ("test", "dev"):
+        values = [entry[split] for entry in scores if entry[split] is not None]
+        result[split] = {
+            "values": values,
+            "mean": statistics.fmean(values) if values else None,
+            "sd": statistics.stdev(values) if len(values) > 1 else (0.0 if values else None),
+        }
+    result["train_seconds"] = [entry.get("train_seconds") for entry in scores]
+    return result
+
+
 @Step.register("score_cell")
 class ScoreCell(Step):
     """One seed's score for one cell: (table, row, column) at a scale, with the seed recorded."""
@@ -51,17 +91,7 @@ class ScoreCell(Step):
         metrics_file = Path(finetuned) / "metrics.json"
         if not metrics_file.exists():
             raise DataError(f"{metrics_file}: fine-tuning result has no metrics.json")
-        metrics = json.loads(metrics_file.read_text())
-        if metric is not None:
-            metrics["primary_metric"] = metric
-        return {
-            "table": table, "row": row, "column": column, "scale": scale, "seed": seed,
-            "task": metrics.get("task"), "metric": metrics["primary_metric"] if "primary_metric" in metrics else None,
-            "test": cell_value(metrics, "test", str(metrics_file)),
-            "dev": cell_value(metrics, "dev", str(metrics_file)),
-            "encoder": metrics.get("encoder"),
-            "train_seconds": metrics.get("train_seconds"),
-        }
+        return score(json.loads(metrics_file.read_text()), str(metrics_file), table, row, column, scale, seed, metric)
 
 
 @Step.register("aggregate_cell")
@@ -74,26 +104,7 @@ class AggregateCell(Step):
     FORMAT = JsonFormat()
 
     def run(self, scores: List[Dict[str, Any]]) -> Dict[str, Any]:  # type: ignore[override]
-        if not scores:
-            raise ValueError("aggregate_cell needs at least one score")
-        key = {field: scores[0][field] for field in ("table", "row", "column", "scale", "task", "metric")}
-        for score in scores[1:]:
-            other = {field: score[field] for field in key}
-            if other != key:
-                raise ValueError(f"cannot aggregate different cells: {key} vs {other}")
-        seeds = [score["seed"] for score in scores]
-        if len(set(seeds)) != len(seeds):
-            raise ValueError(f"cell {key['table']}/{key['row']}/{key['column']}: repeated seeds {seeds}")
-        result: Dict[str, Any] = dict(key, seeds=seeds, n=len(scores))
-        for split in ("test", "dev"):
-            values = [score[split] for score in scores if score[split] is not None]
-            result[split] = {
-                "values": values,
-                "mean": statistics.fmean(values) if values else None,
-                "sd": statistics.stdev(values) if len(values) > 1 else (0.0 if values else None),
-            }
-        result["train_seconds"] = [score.get("train_seconds") for score in scores]
-        return result
+        return aggregate(scores)
 
 
 def format_mean_sd(mean: Optional[float], sd: Optional[float], n: int) -> str:
