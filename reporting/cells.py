@@ -169,8 +169,7 @@ def exported_cells(predictions: Path, cells: Sequence[Cell]) -> List[Cell]:
     for path, metrics in exported_seeds(predictions):
         place = metrics["cell"]
         key = tuple(place[k] for k in ("table", "scale", "row", "column"))
-        seed = int(place["seed"])
-        found.setdefault(key, {})[seed] = score(metrics, str(path), place["table"], place["row"], place["column"], place["scale"], seed)
+        found.setdefault(key, {})[int(place["seed"])] = score(metrics, str(path), **place)
     assembled = []
     for cell in cells:
         seeds = found.get((cell.table, cell.scale, cell.row, cell.column), {})

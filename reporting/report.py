@@ -437,21 +437,24 @@ RUN_FIELDS = ["scale", "table", "row", "column", "seed", "metric", "dev", "test"
 RUN_KEY = ("scale", "table", "row", "column", "seed")
 
 
+def run_row(score: Dict, metrics: Dict, source: str) -> Dict[str, str]:
+    """One runs.csv row from a score_cell result (steps.evaluate.scoring.score) and its fine-tune's
+    metrics (official CoNLL 2018 LAS, device); ``source``: "cache" or "record"."""
+    number = lambda value: "" if value is None else f"{value:.2f}"  # noqa: E731
+    seconds = score.get("train_seconds")
+    return {"scale": score["scale"], "table": score["table"], "row": score["row"], "column": score["column"],
+            "seed": str(score["seed"]), "metric": score["metric"], "dev": number(score["dev"]),
+            "test": number(score["test"]), "official_las_test": number((metrics.get("udeval") or {}).get("LAS")),
+            "finetune_minutes": number(None if seconds is None else seconds / 60),
+            "device": metrics.get("device") or "", "source": source}
+
+
 def finetune_runs(workspace: Workspace) -> List[Dict[str, str]]:
     """Every cached score_cell as a runs.csv row: one fine-tuning run of one encoder on one task and
     seed, with the official CoNLL 2018 LAS (punctuation included) where the run is a UD parser."""
-    number = lambda value, digits=2: "" if value is None else f"{value:.{digits}f}"  # noqa: E731
-    rows = []
-    for info in completed_steps(workspace, "ScoreCell"):
-        score = workspace.step_cache[info]  # not step_result(): that goes through runs, which may have been pruned
-        seconds = score.get("train_seconds")
-        metrics = finetune_metrics(workspace, info) or {}
-        rows.append({"scale": score["scale"], "table": score["table"], "row": score["row"], "column": score["column"],
-                     "seed": str(score["seed"]), "metric": score["metric"], "dev": number(score["dev"]),
-                     "test": number(score["test"]), "official_las_test": number((metrics.get("udeval") or {}).get("LAS")),
-                     "finetune_minutes": number(None if seconds is None else seconds / 60),
-                     "device": metrics.get("device") or "", "source": "cache"})
-    return rows
+    # not step_result(): that goes through runs, which may have been pruned
+    return [run_row(workspace.step_cache[info], finetune_metrics(workspace, info) or {}, "cache")
+            for info in completed_steps(workspace, "ScoreCell")]
 
 
 def recorded_runs(runs_csv: Optional[Path], recorded_report: Optional[str]) -> List[Dict[str, str]]:
@@ -474,19 +477,12 @@ def recorded_runs(runs_csv: Optional[Path], recorded_report: Optional[str]) -> L
 
 def predicted_runs(predictions: Path) -> List[Dict[str, str]]:
     """The committed predictions' runs as runs.csv rows (source record): each seed exported with the
-    cell it fills (`reporting.cells.exported_seeds`). What an empty cache still knows of fine-tunes
-    whose caches are gone, such as the seeds of one cell run on several machines."""
-    number = lambda value, digits=2: "" if value is None else f"{value:.{digits}f}"  # noqa: E731
-    rows = []
-    for _, metrics in exported_seeds(predictions):
-        cell, metric, seconds = metrics["cell"], metrics["primary_metric"], metrics.get("train_seconds")
-        rows.append({"scale": cell["scale"], "table": cell["table"], "row": cell["row"], "column": cell["column"],
-                     "seed": str(cell["seed"]), "metric": metric, "dev": number((metrics.get("dev") or {}).get(metric)),
-                     "test": number((metrics.get("test") or {}).get(metric)),
-                     "official_las_test": number((metrics.get("udeval") or {}).get("LAS")),
-                     "finetune_minutes": number(None if seconds is None else seconds / 60),
-                     "device": metrics.get("device") or "", "source": "record"})
-    return rows
+    cell it fills (`reporting.cells.exported_seeds`), scored as its score_cell step would. What an
+    empty cache still knows of fine-tunes whose caches are gone, such as the seeds of one cell run on
+    several machines."""
+    from steps.evaluate.scoring import score
+
+    return [run_row(score(metrics, str(path), **metrics["cell"]), metrics, "record") for path, metrics in exported_seeds(predictions)]
 
 
 def cell_records(cells) -> Dict[Tuple[str, str, str, str], Dict[int, float]]:
@@ -545,8 +541,8 @@ def runs_section(runs: List[Dict[str, str]]) -> str:
     others = [run for run in runs if run.get("cell_record", "").startswith("no")]
     text = (f"[`{RUNS_CSV}`]({RUNS_CSV}): {len(runs)} fine-tuning runs, one row per task, encoder and seed "
             "(dev and test: the table metric, UD parsing LAS without gold PUNCT/SYM; official_las_test: the CoNLL 2018 "
-            "scorer, punctuation included; source: this cache, or the committed record (runs.csv and the exported predictions, docs/predictions/); cell_record: whether the "
-            "cell's record holds this run's figure).\n")
+            "scorer, punctuation included; source: this cache, or the committed record (runs.csv and the exported "
+            "predictions, docs/predictions/); cell_record: whether the cell's record holds this run's figure).\n")
     if not others:
         return text
     groups: Dict[Tuple[str, str, str, str, str], List[str]] = defaultdict(list)
@@ -778,6 +774,11 @@ QUESTION_TABLES = (("table2", "UD LAS"), ("table3", "NER F1"))
 NOT_A_BIAS = ("M", "mBERT", "mBERT-VA")  # the baseline and the paper's multilingual rows
 
 
+def _is_bias(row: str) -> bool:
+    """A syntactic-bias condition of the question: a µBERT condition other than µB-M (not random-init)."""
+    return row not in NOT_A_BIAS and tables._is_condition(row)
+
+
 def _seeds_text(seeds: Sequence[int]) -> str:
     seeds = sorted(seeds)
     if not seeds:
@@ -807,7 +808,7 @@ def question_deltas(cells, scale: str):
         columns, order, paper_rows = tables.paper_values(paper, table)
         for (cell_table, row, column), cell in by_key.items():
             m = by_key.get((table, "M", column))
-            if cell_table != table or row in NOT_A_BIAS or m is None or not tables._is_condition(row):
+            if cell_table != table or m is None or not _is_bias(row):
                 continue
             difference = paired_difference(cell.result, m.result)
             shared = sorted(set(cell.result["seeds"]) & set(m.result["seeds"]))
@@ -877,15 +878,16 @@ def _m_alone_text(cells, scale: str, compared) -> str:
 EARLIER_PUBLISHED = {("table2", "M", "wolof"): (75.69, "Gessler and Zeldes (2022), MicroBERT, UD 2.9")}
 def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[int, Tuple[float, Optional[float], str]]]:
     """{(table, column, row): {seed: (test, dev, where)}} of the question's cells at ``scale`` (µB-M and
-    the syntactic-bias conditions; not random-init) that have no aggregate yet, or whose pair has none (their files still have seeds running); a paper-scale µB-M's seeds include
-    the decomposition grid's runs of the same fine-tuning (``where``: "grid"): its `paper` encoder
-    under the scale's regime, for Wolof (decomposition.PAPER_SCALE_TABLES)."""
+    the syntactic-bias conditions, `_is_bias`) that have no aggregate yet, or whose pair has none
+    (seeds still running, or run in separate caches); a paper-scale µB-M's seeds include the
+    decomposition grid's runs of the same fine-tuning (``where``: "grid"): its `paper` encoder under
+    the scale's regime, for Wolof (decomposition.PAPER_SCALE_TABLES)."""
     from reporting import decomposition
 
     # A bias condition waits unless it and its µB-M both have an aggregate (then question_deltas pairs
     # them); µB-M waits without one, or beside a waiting condition, whose Δ needs its seeds.
     has = {(c.table, c.row, c.column): bool(c.result) for c in cells
-           if c.scale == scale and (c.row == "M" or (c.row not in NOT_A_BIAS and tables._is_condition(c.row)))}
+           if c.scale == scale and (c.row == "M" or _is_bias(c.row))}
     biases = {(table, row, column) for (table, row, column), done in has.items()
               if row != "M" and not (done and has.get((table, "M", column)))}
     waiting = biases | {(table, "M", column) for table, _, column in biases if (table, "M", column) in has} \
