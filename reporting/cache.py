@@ -707,7 +707,8 @@ def _step_release(workspace_dir: Path, folder: Path, kind: str, config: Dict[str
     used_by = "".join(f"- `{step}` of `{path}`\n" for step, path in uses[:12]) + (f"- and {len(uses) - 12} more\n" if len(uses) > 12 else "")
     (out / "README.md").write_text(
         f"# Cached result: {step_class} ({language})\n\n"
-        f"The result of `{folder.name}`, as Tango cached it ({', '.join(sorted(record['files']))}). Restore it "
+        f"The result of `{folder.name}`, a Tango cache entry ({', '.join(sorted(record['files']))}; a pickle Tango "
+        "keeps gzip-compressed is written with xz, half the size). Restore it "
         "(`python -m reporting.cache restore <this folder> --workspace WORKSPACE`) and `tango run` of a file that "
         "uses it reads it instead of computing it, and skips what only it needed. Its unique ID hashes the data "
         "files it was built from, so it is found only with the same data root.\n\n"

@@ -6,7 +6,9 @@ cached encoder and gives its hidden states, `export` is loadable with no project
 removes the entries only the dropped file built — never one a kept file still refers to."""
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 import shutil
 import os
 import re
@@ -398,8 +400,9 @@ def test_a_release_restored_on_a_fresh_workspace_goes_straight_to_fine_tuning(sm
 
 def test_data_steps_released_and_restored_spare_a_fresh_machine_everything_above_pretraining(small_cache, tmp_path, capsys):
     """Steps that are not encoders go out too: the tokenizer (a result folder) and the pretraining rows
-    (Tango's data.dill.gz, a "data" release). Restored on a fresh workspace, `tango run` pretrains from
-    them: the texts step below them is not computed, and the pretraining ends on the same weights."""
+    (Tango's data.dill.gz, a "data" release, written as the same pickle under xz). Restored on a fresh
+    workspace, `tango run` pretrains from them: the texts step below them is not computed, and the
+    pretraining ends on the same weights."""
     workspace, graphs = small_cache
     experiment, graph = graphs["kept"]
     released = {}
@@ -410,13 +413,17 @@ def test_data_steps_released_and_restored_spare_a_fresh_machine_everything_above
         released[step_name] = Path(capsys.readouterr().out.strip())
     assert released["pretraining_data"] == tmp_path / "releases" / "unknown" / "pretraining_data"  # named after the step
     data_record = json.loads((released["pretraining_data"] / "release.json").read_text())
-    assert data_record["kind"] == "data" and set(data_record["files"]) == {"data.dill.gz", "step.json"}
+    assert data_record["kind"] == "data" and set(data_record["files"]) == {"data.dill.xz", "step.json"}
+    data_step = json.loads((released["pretraining_data"] / "step.json").read_text())
+    assert data_step["cache_metadata"]["format"] == {"type": "tango.format.DillFormat", "compress": "lzma"}
     assert json.loads((released["tokenizer"] / "release.json").read_text())["kind"] == "result"
     assert "`pretraining_data` of" in (released["pretraining_data"] / "README.md").read_text()
     fresh = tmp_path / "fresh"
     assert cache.main(["restore", *map(str, released.values()), "--workspace", str(fresh)]) == 0
-    restored = fresh / "cache" / graph["pretraining_data"].unique_id / "data.dill.gz"
-    assert restored.read_bytes() == (workspace.step_dir(graph["pretraining_data"]) / "data.dill.gz").read_bytes()
+    restored = fresh / "cache" / graph["pretraining_data"].unique_id / "data.dill.xz"
+    original = workspace.step_dir(graph["pretraining_data"]) / "data.dill.gz"
+    assert lzma.decompress(restored.read_bytes()) == gzip.decompress(original.read_bytes())  # the same pickle
+    assert restored.stat().st_size < original.stat().st_size  # about half at the paper scale (releases/README.md)
     completed = _tango_run(experiment, fresh)
     assert completed.returncode == 0, completed.stderr[-3000:]
     computed = {folder.name.split("-")[0] for folder in (fresh / "cache").iterdir() if (folder / "cache-metadata.json").exists()}
@@ -428,13 +435,13 @@ def test_data_steps_released_and_restored_spare_a_fresh_machine_everything_above
     # A flipped byte in the pickled rows is refused before anything is written.
     flipped = tmp_path / "flipped"
     shutil.copytree(released["pretraining_data"], flipped)
-    blob = bytearray((flipped / "data.dill.gz").read_bytes())
+    blob = bytearray((flipped / "data.dill.xz").read_bytes())
     blob[len(blob) // 2] ^= 1
-    (flipped / "data.dill.gz").write_bytes(bytes(blob))
+    (flipped / "data.dill.xz").write_bytes(bytes(blob))
     capsys.readouterr()
     assert cache.main(["restore", str(flipped), "--workspace", str(tmp_path / "other")]) == 2
     error = capsys.readouterr().err.strip()
-    assert "\n" not in error and f"{flipped / 'data.dill.gz'}: sha256 " in error, error
+    assert "\n" not in error and f"{flipped / 'data.dill.xz'}: sha256 " in error, error
     assert not (tmp_path / "other" / "cache" / graph["pretraining_data"].unique_id).exists()
 
 
@@ -597,3 +604,16 @@ def test_a_run_executes_only_the_uncached_steps_that_uncached_results_need():
     # The restored-encoder case: only the fine-tuning and its cell run (the parser is read by ud, so it stays).
     kept = needed_steps(nodes, lambda step: step.name in {"encoder", "parser"})
     assert set(kept) - {"encoder", "parser"} == {"ud", "cell"}
+
+
+def test_every_committed_release_matches_its_hashes_and_declares_a_step_this_code_computes():
+    """The releases under releases/ are what a fresh machine restores: each one verifies (file
+    hashes, digest, a step class and version this code registers), as `restore` would check it."""
+    from steps.common.releases import registered_versions, verify_release
+
+    folders = sorted(p.parent for p in (REPO / "releases").rglob("release.json"))
+    assert len(folders) >= 10, folders
+    versions = registered_versions()
+    kinds = {folder.relative_to(REPO / "releases").as_posix(): verify_release(folder, versions)["kind"] for folder in folders}
+    assert {kinds[f"{language}/{name}-paper"] for language in ("wolof", "coptic") for name in ("parsed_corpus", "pretraining_data")} == {"data"}
+    assert kinds["wolof/m-paper-s42"] == "result", kinds
