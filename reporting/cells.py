@@ -149,27 +149,30 @@ def merge_record(cells: Sequence[Cell], record: Sequence[Cell]) -> List[Cell]:
     return list(merged.values())
 
 
-def exported_seeds(predictions: Path) -> Iterator[Tuple[Path, dict]]:
-    """(path, metrics) of each seed under ``predictions`` (docs/predictions/) whose ``metrics.json``
-    names the score cell it fills (``cell``: scale, table, row, column, seed; tools/export_predictions.py)."""
+def exported_scores(predictions: Path) -> Iterator[Tuple[dict, dict]]:
+    """(metrics, score) of each seed under ``predictions`` (docs/predictions/) whose ``metrics.json``
+    names the score cell it fills (``cell``: scale, table, row, column, seed; tools/export_predictions.py),
+    scored as its score_cell step would (steps.evaluate.scoring.score)."""
+    from steps.evaluate.scoring import score
+
     for path in sorted(Path(predictions).rglob("metrics.json")) if Path(predictions).is_dir() else []:
         metrics = json.loads(path.read_text(encoding="utf-8"))
         if metrics.get("cell") and metrics.get("primary_metric"):
-            yield path, metrics
+            yield metrics, score(metrics, str(path), **metrics["cell"])
 
 
 def exported_cells(predictions: Path, cells: Sequence[Cell]) -> List[Cell]:
     """The cells with no result here whose every planned seed is exported under ``predictions``, each
-    aggregated from those seeds as its own steps would (steps.evaluate.scoring: `score`, `aggregate`):
-    a cell whose seeds were fine-tuned in separate caches, so no one cache holds its aggregate. A
-    cell still missing one of its seeds gets none (the question reads its finished seeds instead)."""
-    from steps.evaluate.scoring import aggregate, score
+    aggregated from those seeds as its own steps would (`exported_scores`, then
+    steps.evaluate.scoring.aggregate): a cell whose seeds were fine-tuned in separate caches, so no one
+    cache holds its aggregate. A cell still missing one of its seeds gets none (the question reads its
+    finished seeds instead)."""
+    from steps.evaluate.scoring import aggregate
 
     found: Dict[Tuple[str, str, str, str], Dict[int, dict]] = {}
-    for path, metrics in exported_seeds(predictions):
-        place = metrics["cell"]
-        key = tuple(place[k] for k in ("table", "scale", "row", "column"))
-        found.setdefault(key, {})[int(place["seed"])] = score(metrics, str(path), **place)
+    for _, seed_score in exported_scores(predictions):
+        key = tuple(seed_score[k] for k in ("table", "scale", "row", "column"))
+        found.setdefault(key, {})[int(seed_score["seed"])] = seed_score
     assembled = []
     for cell in cells:
         seeds = found.get((cell.table, cell.scale, cell.row, cell.column), {})

@@ -28,7 +28,7 @@ from tango import Workspace
 from tango.step_info import StepInfo
 
 from reporting.cache import unfinished_entries
-from reporting.cells import collect_cells, exported_seeds, merge_record, record_cells
+from reporting.cells import PREDICTIONS, collect_cells, exported_scores, merge_record, record_cells
 from reporting.graphs import REPO, FileGraph, cached_result, experiment_files, load_graphs, scales_of_steps
 from reporting.languages import language_of_file, languages, short_title
 from reporting.records import command_files, read_jsonl
@@ -477,12 +477,10 @@ def recorded_runs(runs_csv: Optional[Path], recorded_report: Optional[str]) -> L
 
 def predicted_runs(predictions: Path) -> List[Dict[str, str]]:
     """The committed predictions' runs as runs.csv rows (source record): each seed exported with the
-    cell it fills (`reporting.cells.exported_seeds`), scored as its score_cell step would. What an
+    cell it fills, scored as its score_cell step would (`reporting.cells.exported_scores`). What an
     empty cache still knows of fine-tunes whose caches are gone, such as the seeds of one cell run on
     several machines."""
-    from steps.evaluate.scoring import score
-
-    return [run_row(score(metrics, str(path), **metrics["cell"]), metrics, "record") for path, metrics in exported_seeds(predictions)]
+    return [run_row(seed_score, metrics, "record") for metrics, seed_score in exported_scores(predictions)]
 
 
 def cell_records(cells) -> Dict[Tuple[str, str, str, str], Dict[int, float]]:
@@ -1378,7 +1376,7 @@ def build_report(workspace: Workspace, workspace_dir: Path = Path("workspace"), 
     graphs = load_graphs(experiment_files(), workspace_dir)  # every file under experiments/, each built once
     cells, problems = table_cells(workspace_dir, graphs, keep_record)
     runs = merged_runs(finetune_runs(workspace), recorded_runs(recorded_runs_csv, recorded) if keep_record else [], cells,
-                       predicted_runs(decomposition.PREDICTIONS) if keep_record else ())
+                       predicted_runs(PREDICTIONS) if keep_record else ())
     grid_runs = decomposition.finetune_runs(workspace_dir, graphs)
     grid, _ = decomposition.decomposition_cells(workspace_dir, graphs, runs=grid_runs)
     so_far = decomposition.seeds_so_far(grid_runs, grid, decomposition.recorded_runs())

@@ -4,8 +4,8 @@ A *release* is one cache entry written out as plain files: a finished step's res
 pretrained encoder: safetensors weights, tokenizer, config, metrics.json; a tokenizer), a finished
 step's result file (``data``: e.g. the pretraining rows Tango keeps as ``data.dill.gz``, so a machine
 can go straight to pretraining; written xz-compressed, about half gzip's size, and restored as such,
-since Tango reads an entry by the format its metadata names), or a stopped step's checkpoint (its ``work`` folder, to resume
-from), with
+since Tango reads an entry by the format its metadata names), or a stopped step's checkpoint (its
+``work`` folder, to resume from), with
 
 * ``step.json``: the step's unique ID, class, config and Tango's cache metadata for it;
 * ``release.json``: the sha256 of every file above and one digest over them all.
@@ -93,8 +93,8 @@ def write_release(entry_dir: Path, out: Path, step: Dict[str, Any], card: Option
 
     ``step``: what step.json records beside the unique ID (class, config, labels). A finished
     entry's files are its ``result`` folder's, at the top of ``out`` (an encoder loads from
-    ``out/encoder``), or its result files themselves (``data``; gzip ones as xz); a stopped one's are its ``work``
-    folder's, under ``out/work``. Returns the release record (release.json's content)."""
+    ``out/encoder``), or its result files themselves (``data``; gzip ones as xz); a stopped one's are
+    its ``work`` folder's, under ``out/work``. Returns the release record (release.json's content)."""
     entry_dir, out = Path(entry_dir), Path(out)
     kind = entry_kind(entry_dir)
     payload = [p for p in entry_dir.iterdir() if p.is_file() and p.name not in NOT_PAYLOAD] if kind == "data" else []

@@ -41,7 +41,7 @@ def score(metrics: Dict[str, Any], where: str, table: str, row: str, column: str
         metrics = dict(metrics, primary_metric=metric)
     return {
         "table": table, "row": row, "column": column, "scale": scale, "seed": seed,
-        "task": metrics.get("task"), "metric": metrics["primary_metric"] if "primary_metric" in metrics else None,
+        "task": metrics.get("task"), "metric": metrics.get("primary_metric"),
         "test": cell_value(metrics, "test", where),
         "dev": cell_value(metrics, "dev", where),
         "encoder": metrics.get("encoder"),
