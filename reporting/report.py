@@ -882,10 +882,11 @@ def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[
     the scale's regime, for Wolof (decomposition.PAPER_SCALE_TABLES)."""
     from reporting import decomposition
 
-    # A bias condition waits unless it and its µB-M both have an aggregate (then question_deltas pairs
-    # them); µB-M waits without one, or beside a waiting condition, whose Δ needs its seeds.
+    # A bias condition of the paper's Tables 2 and 3 waits unless it and its µB-M both have an aggregate
+    # (then question_deltas pairs them); µB-M waits without one, or beside a waiting condition, whose Δ
+    # needs its seeds.
     has = {(c.table, c.row, c.column): bool(c.result) for c in cells
-           if c.scale == scale and (c.row == "M" or _is_bias(c.row))}
+           if c.scale == scale and c.table in dict(QUESTION_TABLES) and (c.row == "M" or _is_bias(c.row))}
     biases = {(table, row, column) for (table, row, column), done in has.items()
               if row != "M" and not (done and has.get((table, "M", column)))}
     waiting = biases | {(table, "M", column) for table, _, column in biases if (table, "M", column) in has} \
@@ -903,7 +904,10 @@ def _finished_seeds(runs, cells, scale: str) -> Dict[Tuple[str, str, str], Dict[
         where = "grid" if run["scale"] != scale else "cell"
         if where == "cell" or int(run["seed"]) not in found[key]:
             found[key][int(run["seed"])] = (float(run["test"]), float(run["dev"]) if run.get("dev") else None, where)
-    return {key: seeds for key, seeds in found.items() if seeds}
+    # A µB-M with an aggregate is read by seed only beside a condition that has finished seeds.
+    compared = {(table, column) for (table, column, row), seeds in found.items() if row != "M" and seeds}
+    return {key: seeds for key, seeds in found.items()
+            if seeds and (key[2] != "M" or (key[0], key[1]) in compared or not has[(key[0], "M", key[1])])}
 
 
 def _so_far_difference(seeds, base):

@@ -59,3 +59,25 @@ def test_a_moved_file_a_glob_and_an_output_are_told_apart():
     text = ("schema in `steps/inputs.py`; rows from `steps/data/inputs.py`; `steps/data/*.py`; 10 steps/s; "
             "`python -m reporting.tables` and `python -m reporting.table`; --json docs/benchmarks/new.json")
     assert dangling_references(text, known) == ["steps/inputs.py", "python -m reporting.table"]
+
+
+def test_the_committed_report_is_what_the_report_command_writes_from_an_empty_cache(tmp_path):
+    """docs/RESULTS.md, docs/engineering.md and docs/runs.csv are the output of `python -m
+    reporting.report --update-docs` over an empty workspace (the committed record alone): written
+    again beside copies of them, they come out byte for byte the same. A change to the report's code
+    that the committed docs do not show, or one that breaks their regeneration, fails here."""
+    import shutil
+
+    from reporting import report
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    names = ("RESULTS.md", "engineering.md", "runs.csv")
+    for name in names:
+        shutil.copy2(REPO / "docs" / name, docs / name)
+    shutil.copytree(REPO / "docs" / "curves", docs / "curves")  # the figures the record keeps
+    assert report.main(["--workspace", str(tmp_path / "empty"), "--update-docs", "--output", str(docs / "RESULTS.md")]) == 0
+    for name in names:
+        assert (docs / name).read_text(encoding="utf-8") == (REPO / "docs" / name).read_text(encoding="utf-8"), (
+            f"docs/{name} is not what the report writes now: run python -m reporting.report --update-docs "
+            "--workspace <an empty folder>")

@@ -883,6 +883,10 @@ def test_the_papers_question_shows_the_finished_seeds_of_cells_with_no_aggregate
     runs.append(run("gpu-paper", "table2", "M-long", 44, 70.0, 70.0))  # a grid's run, no table file's cell: not the question's
     cells.append(Cell("table2", "gpu-paper", "random-init", "wolof", planned_seeds=[44]))  # a baseline, not a bias
     runs.append(run("gpu-paper", "table2", "random-init", 44, 70.5, 70.1))
+    cells.append(Cell("table3", "gpu-paper", "MXPT-SLA", "wolof", planned_seeds=[42, 43]))  # waiting, no seed finished:
+    # the aggregated µB-M NER beside it has nothing to be compared with
+    cells += [Cell("related:ner", "gpu-paper", row, "wolof", planned_seeds=[42]) for row in ("M", "C5")]  # no table of the question's
+    runs += [run("gpu-paper", "related:ner", "M", 42, 80.0, 85.0), run("gpu-paper", "related:ner", "C5", 42, 81.0, 86.0)]
     text = report.question_section(cells, runs)
     assert "Cells at `gpu-paper` with no aggregate yet, read from the seeds they have finished." in text and "| Δ from µB-M ± 95% CI (paired over shared seeds; Welch's unpaired over all seeds where they differ) |" in text
     assert "| Wolof | UD LAS | µB-M | 42–44* | 76.19 / 76.05 / 76.50 | 76.25 | 76.05 | — | — |" in text
@@ -904,6 +908,7 @@ def test_the_papers_question_shows_the_finished_seeds_of_cells_with_no_aggregate
     assert "seeds 42, 43: the decomposition grid's runs of the same fine-tuning" in text
     assert "the authors published 75.69 (Gessler and Zeldes (2022), MicroBERT, UD 2.9) and 77.71 (this paper's Table 2, most likely a dev figure)" in text
     assert "NER F1 | µB-M" not in text.split("with no aggregate yet")[1] and "M-long" not in text and "random-init" not in text
+    assert "µB-C5" not in text and "80.00" not in text
     assert "with no aggregate yet" not in report.question_section(cells, runs[:1])  # µB-M alone answers nothing
     # A condition with an aggregate (its seeds exported) beside a µB-M without one: still read by seed,
     # as no paired table holds it; once both have aggregates, the paired table does.
