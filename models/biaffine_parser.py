@@ -12,8 +12,11 @@ Training minimises the cross-entropy of the gold head of every word plus that of
 (Stanza's Chu-Liu/Edmonds), then labels each chosen arc.
 
 Deviations from AllenNLP, kept small on purpose: no highway connections or recurrent dropout in
-the LSTM (torch's fused kernels need a plain one), labels chosen after the tree rather than jointly
-with it, and by default plain dropout on the LSTM output and the MLPs, where AllenNLP drops whole
+the LSTM (torch's fused kernels need a plain one), with ``dropout`` between its layers instead
+(AllenNLP's stacked LSTM drops nothing there); labels chosen after the tree rather than jointly
+with it; a label scorer with a linear term beside the bilinear one (AllenNLP's ``tag_bilinear`` is
+the bilinear one alone); exactly one dependent of ROOT in decoding, where AllenNLP's MST allows
+several; and by default plain dropout on the LSTM output and the MLPs, where AllenNLP drops whole
 features of a sentence (``InputVariationalDropout``; ``variational_dropout=True`` here) and its
 embedder leaves the embedding layer out of the scalar mix (``mix_embedding_layer=False``).
 """
@@ -32,8 +35,9 @@ from .word_encoder import BiLSTM, WordEncoder
 @dataclass
 class ParserOutput:
     """``arc_scores`` (B, W+1, W+1): row i = dependent i, column j = candidate head j (0 = ROOT;
-    row 0 and padded columns are −inf). ``dep_labels``/``head_labels`` are the label MLP outputs
-    (B, W+1, label_dim) that `label_logits` combines for any choice of heads."""
+    padded columns and self-loops are −inf; row 0, ROOT as a dependent, is never read).
+    ``dep_labels``/``head_labels`` are the label MLP outputs (B, W+1, label_dim) that `label_logits`
+    combines for any choice of heads."""
 
     arc_scores: torch.Tensor
     dep_labels: torch.Tensor
@@ -91,7 +95,7 @@ class BiaffineDependencyParser(nn.Module):
         self.arc_weight = nn.Parameter(torch.empty(arc_dim, arc_dim))
         self.arc_head_bias = nn.Parameter(torch.zeros(arc_dim))
         nn.init.xavier_uniform_(self.arc_weight)
-        # Bilinear label scorer (as torch's nn.Bilinear: dep·U_l·head + V·[dep; head] + b).
+        # Label scorer: dep·U_l·head + b (torch's nn.Bilinear) + V·[dep; head] (a linear term).
         self.label_bilinear = nn.Bilinear(label_dim, label_dim, num_labels)
         self.label_linear = nn.Linear(2 * label_dim, num_labels, bias=False)
         self.num_labels = num_labels

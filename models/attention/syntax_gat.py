@@ -15,6 +15,8 @@ states and the tree distances this builder leaves in ``AttentionInputs.side_outp
 
 Sizes follow the reference's rule, not mBERT's numbers: each GAT head is as wide as an encoder head
 (``gat_head_size`` None; 16 for µB, 64 for mBERT), L_G = 4 layers of k = 4 heads.
+[CLS], [SEP] and padding share UPOS id 0, whose embedding is zero (``padding_idx``); the reference
+gives [CLS] and [SEP] tags of their own, learned like the 17 UPOS ones.
 """
 
 from __future__ import annotations
