@@ -21,7 +21,7 @@ Two departures from the reference that every committed NER figure shares (docs/d
 "Fine-tuning regimes"): ``weight_decay`` is 0, where the reference's optimizer (AllenNLP's
 ``adamw``) decays by 0.01; and a syntax-guided encoder's structural-probe term (Ahmad et al., §2.4:
 α = 0.5 against a task loss averaged over tokens) is added, a mean over sentences, to the CRF's loss
-summed over the batch, so against a per-word loss its α is in effect 0.5 / 143 on Wolof batches.
+summed over the batch, so against a per-word loss it weighs far less than α (the figure is there).
 
 Result directory: ``metrics.json`` (scores, per-type test scores, the per-epoch history, timings)
 and ``predicted-{dev,test}.bio`` (``token gold predicted`` per line, blank line between
