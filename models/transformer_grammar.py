@@ -49,8 +49,10 @@ IGNORE_INDEX = -100
 
 
 def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, relative_form: str = "transformer_xl",
-              **overrides) -> MicroBertConfig:
-    """µB-size config (`MicroBertConfig` defaults) of a left-to-right LM of ``kind``."""
+              cnt2_attends_self: bool = True, **overrides) -> MicroBertConfig:
+    """µB-size config (`MicroBertConfig` defaults) of a left-to-right LM of ``kind``.
+    ``cnt2_attends_self`` (TG only): the reference code's CNT2 row, or Algorithm 1's (False;
+    `models.attention.transformer_grammar`)."""
     if kind not in LM_KINDS:
         raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
     if relative_form not in RELATIVE_FORMS:
@@ -64,6 +66,7 @@ def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, r
         tg_kind=kind,
         tg_relative_positions=True,
         tg_relative_form=relative_form,
+        tg_cnt2_attends_self=cnt2_attends_self,
         **overrides,
     )
 

@@ -16,6 +16,7 @@ from models.attention.transformer_grammar import (
     TERMINAL,
     action_types,
     causal_attention_mask,
+    stack_compose_attention,
     tg_attention_mask,
     tg_relative_positions,
     tree_depths,
@@ -44,9 +45,9 @@ def types_of(actions: str) -> torch.Tensor:
     return torch.tensor(types)
 
 
-def algorithm_1(types: list[int]) -> tuple[list[list[int]], list[int]]:
-    """Direct stack simulation of the paper's Algorithm 1 (with the reference code's CNT2 self-
-    attention), plus depths by walking the bracketing: (mask, depths)."""
+def algorithm_1(types: list[int], cnt2_attends_self: bool = True) -> tuple[list[list[int]], list[int]]:
+    """Direct stack simulation of the paper's Algorithm 1 (by default with the reference code's CNT2
+    self-attention), plus depths by walking the bracketing: (mask, depths)."""
     length = len(types)
     mask = [[0] * length for _ in range(length)]
     stack: list[int] = []
@@ -64,7 +65,8 @@ def algorithm_1(types: list[int]) -> tuple[list[list[int]], list[int]]:
                 stack.append(i)
             for j in stack:
                 mask[i][j] = 1
-            mask[i][i] = 1
+            if cnt2_attends_self:
+                mask[i][i] = 1
     depths, open_depths = [], [0]
     for kind in types:
         if kind == SOS:
@@ -111,6 +113,10 @@ def test_paper_figure_2_mask_cell_by_cell():
     assert relative[9, 6] == 1 and relative[9, 8] == 1 and relative[13, 0] == 1 and relative[0, 0] == 0
     # T' = 1 + #terminals + 3·#constituents
     assert len(actions.split()) == 1 + 4 + 3 * 3
+    # Algorithm 1 as printed: a CNT2 (rows 7, 11, 13) attends to the stack alone; no other row changes.
+    paper = tg_attention_mask(types_of(actions)[None], cnt2_attends_self=False)[0]
+    for i, j in itertools.product(range(14), range(14)):
+        assert bool(paper[i, j]) == (j in expected_rows[i] - ({i} if i in (7, 11, 13) else set())), (i, j)
 
 
 def test_padding_and_causality():
@@ -171,6 +177,7 @@ def test_actions_and_mask_on_200_wolof_trees():
     assert lifted > 0  # the slice exercises lifting
     batch = torch.nn.utils.rnn.pad_sequence(sequences, batch_first=True, padding_value=PAD)
     mask = tg_attention_mask(batch)
+    paper = tg_attention_mask(batch, cnt2_attends_self=False)
     depths = tree_depths(batch)
     relative = tg_relative_positions(batch)
     mismatches = 0
@@ -178,6 +185,8 @@ def test_actions_and_mask_on_200_wolof_trees():
         expected_mask, expected_depths = algorithm_1(types.tolist())
         n = len(expected_depths)
         mismatches += int((mask[row, :n, :n] != torch.tensor(expected_mask, dtype=torch.bool)).sum())
+        mismatches += int((paper[row, :n, :n] != torch.tensor(algorithm_1(types.tolist(), False)[0], dtype=torch.bool)).sum())
+        assert paper[row, :n, :n].any(-1).all()  # no empty row: <s> is never popped
         assert depths[row, :n].tolist() == expected_depths
         expected_relative = (torch.tensor(expected_depths)[:, None] - torch.tensor(expected_depths)[None]).clamp(-1, 62)
         assert torch.equal(relative[row, :n, :n], expected_relative)
@@ -324,3 +333,36 @@ def test_build_train_evaluate_on_a_wolof_slice(tmp_path):
     for kind, result in results.items():
         assert result["row"] == kind and result["words"] == sum(len(s["tokens"]) for s in sentences[50:])
         assert math.isfinite(result["test"]) and result["test"] > 1
+
+
+def test_algorithm_1s_cnt2_is_a_tg_setting_keyed_only_when_set(tmp_path):
+    """cnt2_attends_self=False trains a TG whose saved model reloads with Algorithm 1's mask; the
+    default keeps every recorded TG key; a TXL refuses it (its attention is causal)."""
+    from steps.tg.actions import BuildTgActions
+    from steps.tg.language_model import TrainTgLanguageModel, load_lm
+
+    sentences = wolof_trees(20)
+    trees = {"train": sentences}
+    actions = BuildTgActions(trees=trees).run(trees=trees)
+    default = TrainTgLanguageModel(actions=actions, kind="tg", max_steps=1)
+    assert TrainTgLanguageModel(actions=actions, kind="tg", max_steps=1, cnt2_attends_self=True).unique_id == default.unique_id
+    paper = TrainTgLanguageModel(actions=actions, kind="tg", max_steps=1, cnt2_attends_self=False)
+    assert paper.unique_id != default.unique_id
+    paper.work_dir_for_run = tmp_path / "tg"
+    paper.work_dir_for_run.mkdir()
+    model = load_lm(paper.run(actions=actions, kind="tg", max_steps=1, batch_size=4, cnt2_attends_self=False))
+    assert model.config.tg_cnt2_attends_self is False
+    ids = torch.tensor([actions["train"][0]["actions"]])
+    layout = actions["layout"]
+    types = action_types(ids, layout["num_terminals"], layout["num_labels"])
+    from models.attention.base import AttentionInputs
+
+    inputs = AttentionInputs(input_ids=ids, attention_mask=torch.ones_like(ids), heads=None, structure=None, dtype=torch.float32)
+    bias = stack_compose_attention(inputs, model.config).score_bias[:, 0]
+    assert torch.equal(bias == 0, tg_attention_mask(types, cnt2_attends_self=False))
+    assert not torch.equal(bias == 0, tg_attention_mask(types))  # the sentence has a CNT2
+    txl = TrainTgLanguageModel(actions=actions, kind="txl_trees", max_steps=1, cnt2_attends_self=False)
+    txl.work_dir_for_run = tmp_path / "txl"
+    txl.work_dir_for_run.mkdir()
+    with pytest.raises(ValueError, match="cnt2_attends_self is a setting of TG's STACK/COMPOSE mask; txl_trees attends causally"):
+        txl.run(actions=actions, kind="txl_trees", max_steps=1, cnt2_attends_self=False)

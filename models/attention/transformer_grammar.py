@@ -14,8 +14,9 @@ closed form that is a handful of (B, T, T) tensor operations per batch (no per-s
   terminal or CNT1 by the CNT1 closing its parent.  That CNT1 is the first CNT1 after j at depth
   depth(j) (ONT) or depth(j) − 1 (others): no other constituent at that depth can close while
   j's enclosing one is open.  ``<s>`` and unclosed constituents are never popped (T).
-* STACK row i: j ≤ i, popped_at[j] > i, and j is not a CNT2 (never pushed) unless j = i (the
-  reference code's CNT2 also attends to itself).
+* STACK row i: j ≤ i, popped_at[j] > i, and j is not a CNT2 (never pushed) unless j = i: the
+  reference code's CNT2 also attends to itself (``config.tg_cnt2_attends_self``, default True);
+  Algorithm 1's attends to the stack alone (False).
 * COMPOSE row i (a CNT1): exactly what it pops, {j pushed : popped_at[j] = i}, i.e. its ONT and
   its direct children still on the stack, plus itself.
 
@@ -77,9 +78,11 @@ def popped_at(types: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
     return first
 
 
-def tg_attention_mask(types: torch.Tensor) -> torch.Tensor:
+def tg_attention_mask(types: torch.Tensor, cnt2_attends_self: bool = True) -> torch.Tensor:
     """(B, T, T) boolean STACK/COMPOSE mask A of Algorithm 1 (A[b, i, j]: i may attend to j).
 
+    ``cnt2_attends_self``: a CNT2 row also holds its own position (the reference code's); False is
+    Algorithm 1's, whose CNT2 attends to the stack only (never empty: ``<s>`` is never popped).
     Padding rows attend to themselves only, so that no row is empty.
     """
     length = types.shape[-1]
@@ -90,7 +93,8 @@ def tg_attention_mask(types: torch.Tensor) -> torch.Tensor:
     key = positions[None, :]
     diagonal = (query == key)[None]
     pushed = ((types != CNT2) & (types != PAD))[:, None, :]  # a CNT2 never enters the stack
-    stack_rows = ((key <= query)[None] & (pops[:, None, :] > query[None]) & pushed) | diagonal
+    itself = diagonal if cnt2_attends_self else diagonal & (types != CNT2)[:, :, None]
+    stack_rows = ((key <= query)[None] & (pops[:, None, :] > query[None]) & pushed) | itself
     compose_rows = ((pops[:, None, :] == query[None]) & pushed) | diagonal
     mask = torch.where((types == CNT1)[:, :, None], compose_rows, stack_rows)
     return torch.where((types == PAD)[:, :, None], diagonal.expand_as(mask), mask)
@@ -133,7 +137,8 @@ def types_from_inputs(inputs: AttentionInputs, config) -> torch.Tensor:
 
 @register_attention("tg", condition_suffix="TG", needs_parse=False)
 def stack_compose_attention(inputs: AttentionInputs, config) -> AttentionModifier:
-    return AttentionModifier(score_bias=additive(tg_attention_mask(types_from_inputs(inputs, config)), inputs.dtype))
+    mask = tg_attention_mask(types_from_inputs(inputs, config), getattr(config, "tg_cnt2_attends_self", True))
+    return AttentionModifier(score_bias=additive(mask, inputs.dtype))
 
 
 @register_attention("causal", condition_suffix="CAUSAL", needs_parse=False)

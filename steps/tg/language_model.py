@@ -180,7 +180,7 @@ class TrainTgLanguageModel(Step):
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
     SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl", "validate_every": None, "max_validation_sequences": None,
                               "stop_at_perplexity": None, "plateau_validations": None, "plateau_tolerance": PLATEAU_TOLERANCE,
-                              "budget_from": None, "select_best": False}
+                              "budget_from": None, "select_best": False, "cnt2_attends_self": True}
 
     def run(  # type: ignore[override]
         self,
@@ -203,6 +203,7 @@ class TrainTgLanguageModel(Step):
         plateau_tolerance: float = PLATEAU_TOLERANCE,
         budget_from: Optional[Path] = None,
         select_best: bool = False,
+        cnt2_attends_self: bool = True,
     ) -> Path:
         """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
             per layer, head and relative position; `models.transformer_grammar`).
@@ -220,10 +221,15 @@ class TrainTgLanguageModel(Step):
             steps it trained (its ``steps``), e.g. the TXL (terminals) run that a stop rule ended.
         :param select_best: the result keeps the weights of the dev point with the lowest perplexity,
             not the last step's: the TG paper's "model checkpoint with the lowest validation loss"
-            (Sartran et al. 2022, §4, Experimental Details). Needs validate_every."""
+            (Sartran et al. 2022, §4, Experimental Details). Needs validate_every.
+        :param cnt2_attends_self: TG only. True (the default, the reference code's and every committed
+            figure's): a CNT2 attends to the stack and to itself; False: to the stack alone, as the
+            paper's Algorithm 1 (`models.attention.transformer_grammar`). Keyed only when False."""
         device = resolve_device(device)
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
+        if not cnt2_attends_self and kind != "tg":
+            raise ValueError(f"cnt2_attends_self is a setting of TG's STACK/COMPOSE mask; {kind} attends causally")
         if checkpoint_every < 1 or (validate_every is not None and validate_every < 1):
             raise ValueError("checkpoint_every and validate_every must be positive")
         rule = stop_at_perplexity is not None or plateau_validations is not None
@@ -248,7 +254,7 @@ class TrainTgLanguageModel(Step):
             budget = source.get("steps", max_steps)  # results from before the stop rules always trained max_steps
         layout = actions["layout"]
         settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
-                    "num_labels": layout["num_labels"], "relative_form": relative_form}
+                    "num_labels": layout["num_labels"], "relative_form": relative_form, "cnt2_attends_self": cnt2_attends_self}
         sequences = model_sequences(actions, "train", kind)
         torch.manual_seed(derived_seed(seed, "tg_lm_init"))
         model = TransformerGrammarLM(lm_config(**settings)).to(device)
