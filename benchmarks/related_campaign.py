@@ -7,6 +7,8 @@ recorded. Not run by the tests.
     nohup python benchmarks/related_campaign.py --conditions m_a13 c5 &    # whole cells: + UD/NER, 3 seeds
     # pretraining already cached: two fine-tunings at once, one thread each (~1.5x faster on 2 cores)
     OMP_NUM_THREADS=1 nohup python benchmarks/related_campaign.py -j 2 --conditions c5 m_plus_g &
+    # one task's cells only (here NER: the encoders and the corpus parser they need, no UD fine-tuning)
+    OMP_NUM_THREADS=1 nohup python benchmarks/related_campaign.py -j 2 --conditions m_g ms_g m_plus_g --steps ner_cell &
 
 `--mlm-only` runs only the MLM-accuracy cells (`-s mlm_<metric>_cell`) and what they need: the
 pretrained encoder (or the trigram LM); no fine-tuning. Conditions whose encoder reads a parse
@@ -36,6 +38,7 @@ def main(argv=None) -> int:
     parser.set_defaults(languages=["wolof"])
     parser.add_argument("--conditions", nargs="+", choices=CONDITIONS, help="file suffixes (default: all)")
     parser.add_argument("--mlm-only", action="store_true", help="only the MLM-accuracy cells and their dependencies")
+    parser.add_argument("--steps", nargs="+", default=[], help="only these steps of each file and their dependencies (e.g. ner_cell)")
     parser.add_argument("--dry-run", action="store_true", help="list the files; run nothing")
     args = parser.parse_args(argv)
     conditions = [c for c in CONDITIONS if (not args.conditions or c in args.conditions)
@@ -47,7 +50,9 @@ def main(argv=None) -> int:
     if args.dry_run:
         print("\n".join(str(f.relative_to(REPO)) for f in files))
         return 0
-    steps = [f"mlm_{metric}_cell" for metric in MLM_METRICS] if args.mlm_only else ()
+    if args.mlm_only and args.steps:
+        parser.error("--mlm-only names its own steps; give --steps or --mlm-only")
+    steps = [f"mlm_{metric}_cell" for metric in MLM_METRICS] if args.mlm_only else args.steps
     records = run_and_record(files, args.jobs, args.workspace, args.note, RECORD, step_names=steps)
     return max((r["returncode"] for r in records), default=0)
 

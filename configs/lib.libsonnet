@@ -110,10 +110,15 @@ local pronto_tables = {
   // `syntax_gat`: per task ({ud: {...}, ner: {...}}, gat_* settings) adds syntax-guided attention to
   // the encoder at fine-tuning (the "+G" rows; Ahmad et al., 2021), on the corpus parser's trees and tags.
   //
+  // `structural_probe`: the encoder itself has syntax-guided attention (-G), so it fine-tunes a
+  // structural probe, as does every encoder given `syntax_gat`. NER adds the probe's term to its
+  // summed CRF loss per word (probe_weighting "per_word": Ahmad et al.'s α is set against a per-token
+  // task loss); the UD parser's loss is a mean over words already.
+  //
   // `regime`: at a scale with fine-tuning regimes (paper), one regime for both tasks instead of each
   // task's `chosen` one; the score cells are then scale "gpu-<the task's regime>".
   evaluation_steps(language, scale, encoder, row, seeds, encoder_needs_parse=false, pronto_data=null, pronto_missing_train=[], pretrained=true,
-                   column=language, syntax_gat=null, regime=null)::
+                   column=language, syntax_gat=null, regime=null, structural_probe=false)::
     local s = scales[scale];
     local by_task = $.regimes_by_task(scale, regime);
     local regime_task = { ud_parser: "ud", ner: "ner" };  // tasks the regimes cover; others keep the scale
@@ -124,7 +129,8 @@ local pronto_tables = {
     local sla_of(task) =
       assert syntax_gat == null || std.objectHas(syntax_gat, task) : "syntax_gat (gat_finetune) has no settings for task " + task;
       (if parse_everything then { sla_parse: "parse", corpus_parser: ref("corpus_parser") } else { sla_parse: "global" })
-      + (if syntax_gat == null then {} else { syntax_gat: syntax_gat[task] });
+      + (if syntax_gat == null then {} else { syntax_gat: syntax_gat[task] })
+      + (if task == "ner" && (structural_probe || (syntax_gat != null && std.get(syntax_gat.ner, "gat_probe_weight", null) != 0)) then { probe_weighting: "per_word" } else {});
     local cells(task, table, finetune) =
       {
         [task + "_s" + seed]: tuned(finetune { config+: { seed: seed } })
@@ -428,7 +434,8 @@ local pronto_tables = {
       } + (if $.soft_labelled(condition) then $.soft_label_steps() else {})
       + $.evaluation_steps(language, scale, ref("pretrained_model"), condition, seeds,
                              encoder_needs_parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse, pronto_data=pronto_data,
-                             pronto_missing_train=pronto_missing_train, column=$.column(language, corpus), regime=regime)
+                             pronto_missing_train=pronto_missing_train, column=$.column(language, corpus), regime=regime,
+                             structural_probe=embeds_upos)
       // A paper-scale encoder's MLM accuracy beside its cells (the MLM-accuracy table; not for G, see related_experiment).
       + (if scale == "paper" && regime == null && corpus == null && (import "conditions.libsonnet").by_name[condition].attention != "syntax_gat" then
            $.mlm_steps(language, condition, scale, seed, parse=(import "conditions.libsonnet").by_name[condition].encoder_needs_parse) else {}),

@@ -10,6 +10,12 @@ score −∞, and the start/end scores are not learned, only a −∞ for starti
 ending with ``B-``/``I-``. Here the constraints hold in the likelihood as well as in Viterbi
 decoding (AllenNLP applies the start/end part only when decoding), so the model can neither
 train towards nor emit a tag sequence that does not spell out whole spans.
+
+A syntax-guided encoder's structural-probe term α (L_dist + L_depth) (Ahmad et al., §2.4, a mean over
+sentences) is added to that summed loss. Ahmad et al. set α against a task loss averaged over tokens,
+so ``probe_weighting="per_word"`` multiplies the term by the batch's word count: the loss is then W
+times (the CRF's loss per word + the probe term), the paper's balance at the summed loss's scale.
+``"per_batch"`` adds the term once, where against the CRF's per-word loss it weighs α / W.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from torchcrf import CRF
 from .word_encoder import BiLSTM, WordEncoder
 
 OUTSIDE = "O"
+PROBE_WEIGHTINGS = ("per_word", "per_batch")
 
 
 def split_tag(tag: str) -> Tuple[str, Optional[str]]:
@@ -109,9 +116,13 @@ class CrfTagger(nn.Module):
         lstm_dropout: float = 0.5,
         dropout: float = 0.5,
         mix_embedding_layer: bool = True,
+        probe_weighting: str = "per_batch",
     ):
         super().__init__()
+        if probe_weighting not in PROBE_WEIGHTINGS:
+            raise ValueError(f"unknown probe_weighting {probe_weighting!r}; known: {PROBE_WEIGHTINGS}")
         self.labels = list(labels)
+        self.probe_weighting = probe_weighting
         self.word_encoder = WordEncoder(encoder, mix_embedding_layer)
         self.dropout = nn.Dropout(dropout)
         features = self.word_encoder.output_dim
@@ -139,12 +150,16 @@ class CrfTagger(nn.Module):
 
     def forward(self, tags: Optional[torch.Tensor] = None, **batch: torch.Tensor) -> Dict[str, torch.Tensor]:
         """``emissions``; with gold ``tags`` (B, W) also ``loss`` = −Σ log-likelihood over the
-        batch (AllenNLP's crf_tagger sums, it does not average)."""
+        batch (AllenNLP's crf_tagger sums, it does not average), plus a syntax-guided encoder's
+        structural-probe term α (L_dist + L_depth) (``probe_weighting``, see the module docstring)."""
         output = {"emissions": self.emissions(**batch)}
         if tags is not None:
             output["loss"] = -self.crf.log_likelihood(output["emissions"], tags, batch["word_mask"]).sum()
-            if self.word_encoder.auxiliary_loss is not None:  # a syntax-guided encoder's structural probe
-                output["loss"] = output["loss"] + self.word_encoder.auxiliary_loss
+            probe = self.word_encoder.auxiliary_loss
+            if probe is not None:
+                if self.probe_weighting == "per_word":
+                    probe = probe * batch["word_mask"].sum()
+                output["loss"] = output["loss"] + probe
         return output
 
     @torch.no_grad()
@@ -153,4 +168,4 @@ class CrfTagger(nn.Module):
         return [[self.labels[i] for i in path] for path in self.crf.decode(emissions, word_mask)]
 
 
-__all__ = ["BioulCrf", "CrfTagger", "bioul_constraints", "split_tag"]
+__all__ = ["PROBE_WEIGHTINGS", "BioulCrf", "CrfTagger", "bioul_constraints", "split_tag"]

@@ -173,7 +173,8 @@ def tiny_encoders(small_wolof_tokenizer, tmp_path_factory):
 
 def ner_step(encoder, paths, **overrides):
     settings = dict(epochs=5, patience=5, lstm_hidden=32, lstm_layers=1, encoder_lr=1e-3, lr=5e-3, max_length=128, seed=3)
-    step_args = {k: overrides.pop(k) for k in ("sla_parse", "corpus_parser", "num_threads", "reference_head") if k in overrides}
+    step_args = {k: overrides.pop(k) for k in ("sla_parse", "corpus_parser", "num_threads", "reference_head", "probe_weighting")
+                 if k in overrides}
     settings.update(overrides)
     return FinetuneNer(encoder=encoder, train=DataPath(str(paths["train"])), dev=DataPath(str(paths["dev"])),
                        test=DataPath(str(paths["test"])), config=NerConfig(**settings), **step_args)
@@ -254,3 +255,85 @@ def test_reference_head_mixes_the_transformer_layers_only_keyed_only_when_set(ti
     layers = TINY_MODEL["num_hidden_layers"]
     assert CrfTagger(encoder, ["O"], mix_embedding_layer=False).word_encoder.scalar_mix.scalar_parameters.numel() == layers
     assert CrfTagger(encoder, ["O"]).word_encoder.scalar_mix.scalar_parameters.numel() == layers + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# A syntax-guided encoder's structural probe against the CRF's summed loss
+# ---------------------------------------------------------------------------------------------
+
+
+class ChainTagParser:
+    """A stand-in corpus parser: every sentence a chain tree, every word a NOUN."""
+
+    def __init__(self, directory):
+        pass
+
+    def parse_all(self, sentences, batch_size=256):
+        yield [{"tokens": list(words), "head": list(range(len(words))), "upos": ["NOUN"] * len(words)} for words in sentences]
+
+
+@pytest.fixture(scope="module")
+def gat_encoder(small_wolof_tokenizer, tmp_path_factory):
+    """A tiny random µBERT with syntax-guided attention (so it fine-tunes a structural probe, α = 0.5)."""
+    tokenizer_dir = tmp_path_factory.mktemp("gat_tokenizer")
+    small_wolof_tokenizer.save_pretrained(str(tokenizer_dir))
+    workspace = LocalWorkspace(tmp_path_factory.mktemp("gat_encoder"))
+    return RandomInitEncoder(tokenizer=tokenizer_dir, condition="MS-G", model=TINY_MODEL, seed=1).result(workspace)
+
+
+def test_per_word_probe_weighting_multiplies_the_probe_term_by_the_batchs_words(gat_encoder, wikiann_slice):
+    from models.crf_tagger import CrfTagger
+    from steps.finetune.encoders import collate_word_features, encode_words_batch, load_encoder
+
+    encoder, tokenizer = load_encoder(gat_encoder)
+    sentences = read_bio(wikiann_slice["train"])[:6]
+    words = [s["tokens"] for s in sentences]
+    features = encode_words_batch(tokenizer, words, 128, [list(range(len(w))) for w in words],
+                                  upos=[["NOUN"] * len(w) for w in words])
+    batch = collate_word_features(features)
+    labels = sorted({t for s in sentences for t in s["tags"]} | {"O"})
+    width = batch["word_mask"].shape[1]
+    tags = torch.tensor([[labels.index(t) for t in s["tags"]] + [0] * (width - len(s["tags"])) for s in sentences])
+    torch.manual_seed(0)
+    model = CrfTagger(encoder, labels, lstm_hidden=16, lstm_layers=1, probe_weighting="per_batch").train()
+    assert model.word_encoder.structural_probe is not None
+
+    def loss_parts():
+        torch.manual_seed(1)  # the same dropout in every forward
+        output = model(tags=tags, **batch)
+        crf = -model.crf.log_likelihood(output["emissions"], tags, batch["word_mask"]).sum()
+        return output["loss"], crf, model.word_encoder.auxiliary_loss
+
+    per_batch, crf, probe = loss_parts()
+    assert probe.item() > 0 and per_batch.item() == pytest.approx((crf + probe).item(), rel=1e-6)
+    model.probe_weighting = "per_word"
+    per_word, crf_again, probe_again = loss_parts()
+    assert crf_again.item() == pytest.approx(crf.item()) and probe_again.item() == pytest.approx(probe.item())
+    word_count = sum(len(w) for w in words)
+    assert int(batch["word_mask"].sum()) == word_count
+    # W (CRF loss per word + α probe): Ahmad et al.'s balance at the summed loss's scale.
+    assert per_word.item() == pytest.approx((word_count * (crf / word_count + probe)).item(), rel=1e-6)
+    with pytest.raises(ValueError, match="unknown probe_weighting 'mean'"):
+        CrfTagger(encoder, labels, probe_weighting="mean")
+
+
+def test_an_encoder_with_a_probe_must_name_its_weighting_and_one_without_must_not(gat_encoder, tiny_encoders, wikiann_slice,
+                                                                                    tmp_path, monkeypatch):
+    import steps.parse.backends
+
+    monkeypatch.setattr(steps.parse.backends, "CorpusParser", ChainTagParser)
+    unset = ner_step(gat_encoder, wikiann_slice, sla_parse="parse", corpus_parser=tmp_path, epochs=1, num_threads=1)
+    with pytest.raises(ValueError, match="has a structural probe .* set probe_weighting to 'per_word'"):
+        unset.result(LocalWorkspace(tmp_path / "unset"))
+    plain = ner_step(tiny_encoders["M"], wikiann_slice, probe_weighting="per_word", epochs=1)
+    with pytest.raises(ValueError, match="has no structural probe, but probe_weighting='per_word' is set"):
+        plain.result(LocalWorkspace(tmp_path / "plain"))
+    # Keyed only when set: every NER step of an encoder without a probe keeps its cache key.
+    assert ner_step(tiny_encoders["M"], wikiann_slice, probe_weighting=None).unique_id == ner_step(tiny_encoders["M"], wikiann_slice).unique_id
+
+    step = ner_step(gat_encoder, wikiann_slice, sla_parse="parse", corpus_parser=tmp_path, epochs=1, num_threads=1,
+                    probe_weighting="per_word")
+    assert step.unique_id != ner_step(gat_encoder, wikiann_slice, sla_parse="parse", corpus_parser=tmp_path, epochs=1,
+                                      probe_weighting="per_batch").unique_id
+    metrics = json.loads((step.result(LocalWorkspace(tmp_path / "w")) / "metrics.json").read_text())
+    assert metrics["probe_weighting"] == "per_word" and metrics["test"]["f1"] >= 0

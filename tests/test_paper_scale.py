@@ -118,6 +118,24 @@ def test_paper_scale_related_files_pair_with_the_table_2_cells_of_their_language
     assert len(pretrainings) == 1 + 7 + 2  # µB-M; A5, A9, A13, C5, C9, C13 and H; the two G encoders (M-G, MS-G)
 
 
+def test_only_the_encoders_with_a_structural_probe_weigh_it_per_word_in_ner():
+    """M+G, M-G and MS-G fine-tune a structural probe: NER sets its term against the summed CRF loss
+    per word (Ahmad et al.'s α is against a per-token loss); no other fine-tuning step names a
+    weighting, so their keys stay as they were."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    for file in sorted((REPO / "experiments/paper/related").glob("wolof_*.jsonnet")) + [REPO / "experiments/related/wolof_ms_g.jsonnet"]:
+        related = StepGraph.from_params(Params.from_file(file).pop("steps"))
+        probed = file.stem in ("wolof_m_plus_g", "wolof_m_g", "wolof_ms_g")
+        for name, step in related.items():
+            if name.startswith(("ud_parser_s", "ner_s")) and "_score_" not in name:
+                expected = "per_word" if probed and name.startswith("ner_s") else None
+                assert step.kwargs.get("probe_weighting") == expected, (file.name, name)
+
+
 def test_paper_scale_tg_files_give_the_three_kinds_the_budget_txl_terminals_found():
     """experiments/paper/*_tg.jsonnet: each seed's TXL (terminals) trains under the stop rule (Wolof: dev
     per-word perplexity 500, or a flat curve; English: a flat curve), with a dev curve and checkpoints
