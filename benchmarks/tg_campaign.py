@@ -60,7 +60,7 @@ def shape(sequence: List[int], vocabulary: List[str], config) -> List[str]:
 def generation_check(workspace: Path, languages: List[str], count: int, shown: int, max_length: int) -> str:
     import torch
 
-    from models.transformer_grammar import draw_actions, sample_actions, well_formed
+    from models.transformer_grammar import draw_actions, duplicated_closings, sample_actions, well_formed
     from reporting.graphs import build_graph, cached_result
     from steps.tg.language_model import bracketing, load_lm
 
@@ -88,9 +88,10 @@ def generation_check(workspace: Path, languages: List[str], count: int, shown: i
             model = load_lm(directory)
             generator = torch.Generator().manual_seed(0)
             constrained = sample_actions(model, count, max_length, generator)
-            constrained_ok = sum(well_formed(shape(s, vocabulary, model.config)) for s in constrained)
+            duplicated = duplicated_closings(model.config)
+            constrained_ok = sum(well_formed(shape(s, vocabulary, model.config), duplicated) for s in constrained)
             draws = [draw_actions(model, max_length, generator, constrained=False) for _ in range(count)]
-            free_ok = sum(well_formed(shape(s, vocabulary, model.config)) for s, _ in draws)
+            free_ok = sum(well_formed(shape(s, vocabulary, model.config), duplicated) for s, _ in draws)
             mass = sum(mean_forbidden_mass(m) for _, m in draws) / len(draws)
             lines.append(f"| {name} | {constrained_ok}/{count} | {free_ok}/{count} | {mass:.3f} |")
             if not examples:

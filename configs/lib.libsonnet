@@ -342,7 +342,17 @@ local pronto_tables = {
   // `training` overrides the scale's LM budget (e.g. { max_steps: 2000 }); `table` names the cells' table.
   // Where the scale (or `budget`) gives a stop rule (train_tg_lm's stop_at_perplexity, plateau_validations),
   // TXL (terminals) trains under it and TG and TXL (trees) of the same seed train the steps it took.
-  tg_experiment(language, scale, seeds=[42, 43, 44], training={}, table="tg", budget={})::
+  // The three LMs as the TG paper defines them (§2-3), where the defaults are the forms every
+  // committed `tg` figure was trained with (docs/decisions.md, "Transformer Grammars"): Algorithm 1's
+  // CNT2 (the stack alone), TXL (trees) on the plain linearised tree, the TXLs' i − j unclipped.
+  tg_paper_form:: {
+    tg: { cnt2_attends_self: false },
+    txl_trees: { closing_nonterminals: "single", clip_relative_positions: false },
+    txl_terminals: { clip_relative_positions: false },
+  },
+
+  // kind_settings: train_tg_lm arguments per kind (e.g. $.tg_paper_form), on top of the scale's.
+  tg_experiment(language, scale, seeds=[42, 43, 44], training={}, table="tg", budget={}, kind_settings={})::
     local s = scales[scale];
     local rule = std.get(s.tg, "budget", {}) + budget;
     local budgeted(kind, seed) =
@@ -367,7 +377,7 @@ local pronto_tables = {
         },
       } + {
         ["lm_" + kind + "_s" + seed]: { type: "train_tg_lm", actions: ref("tg_actions"), kind: kind, seed: seed } + s.tg.training + training
-                                      + budgeted(kind, seed)
+                                      + std.get(kind_settings, kind, {}) + budgeted(kind, seed)
         for kind in kinds for seed in seeds
       } + {
         ["ppl_" + kind + "_s" + seed]: {
@@ -379,18 +389,18 @@ local pronto_tables = {
         // The TG table's cells (python -m reporting.tables): mean ± sd of the seeds' perplexities.
         ["tg_" + kind + "_cell"]: { type: "aggregate_cell", scores: [ref("ppl_" + kind + "_s" + seed) for seed in seeds] }
         for kind in kinds
-      } + (if gold then $.tg_agreement_steps(language, scale, seeds, kinds) else {}),
+      } + (if gold then $.tg_agreement_steps(language, scale, seeds, kinds, table + "_agreement") else {}),
     },
 
   // The subject–verb agreement probe (steps/tg/agreement.py) on the EWT test split, beside the TG
   // table: pairs made once, each LM's accuracy (grammatical scored higher), mean ± sd over seeds.
   // Only new steps: the perplexity steps above keep their IDs.
-  tg_agreement_steps(language, scale, seeds, kinds):: {
+  tg_agreement_steps(language, scale, seeds, kinds, table="tg_agreement"):: {
     agreement_pairs: { type: "build_agreement_pairs", treebank: ud(language, "test") },
   } + {
     ["agreement_" + kind + "_s" + seed]: {
       type: "evaluate_tg_agreement", model: ref("lm_" + kind + "_s" + seed), actions: ref("tg_actions"),
-      pairs: ref("agreement_pairs"), table: "tg_agreement", row: kind, column: language, scale: scale,
+      pairs: ref("agreement_pairs"), table: table, row: kind, column: language, scale: scale,
       max_length: scales[scale].tg.max_length,
     } + scales[scale].tg.agreement
     for kind in kinds for seed in seeds

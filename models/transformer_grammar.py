@@ -13,6 +13,16 @@ kind               attention variant    R_ij                            sequence
 ``txl_terminals``  ``"causal"``         i − j                           <s> terminals [SEP]
 =================  ===================  ==============================  =======================
 
+Two settings bring the baselines to the paper's definition (§3); their defaults are the forms every
+committed ``tg`` figure was trained with (docs/decisions.md, "Transformer Grammars"):
+
+* ``closing_nonterminals`` (TXL (trees)): ``"duplicated"`` reads TG's action sequence, each closing
+  nonterminal followed by its CNT2 copy; ``"single"`` reads the plain linearised tree "as done by
+  Choe and Charniak (2016)", one position per closing nonterminal.  The prediction events are the
+  same either way: every action after ``<s>`` but a CNT2 copy (`next_action_labels`).
+* ``clip_relative_positions`` (both TXLs): True clips i − j to TG's range [−1, 62]; False keeps
+  Transformer-XL's i − j, every distance its own sinusoid.
+
 **Relative-position scores** (``relative_form``).  ``"transformer_xl"`` (default, the paper's): the
 scores are (q_i + u)ᵀk_j + (q_i + v)ᵀr_{R_ij}, with per-layer u, v and relative keys r = W_r·s(R)
 projected from sinusoids s of the 64 clipped positions [−1, 62] (reference `masking_rules.cc`; dropout on s in training,
@@ -32,7 +42,7 @@ from torch import nn
 
 from .attention import AttentionModifier, RelativePositionKeys
 from .attention.transformer_grammar import (
-    CNT1,
+    CNT2,
     NUM_RELATIVE_POSITIONS,
     PAD,
     RELATIVE_POSITION_MIN,
@@ -45,18 +55,29 @@ from .modeling_microbert import MicroBertModel
 
 LM_KINDS = ("tg", "txl_trees", "txl_terminals")
 RELATIVE_FORMS = ("transformer_xl", "bias")
+CLOSING_FORMS = ("duplicated", "single")
 IGNORE_INDEX = -100
 
 
 def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, relative_form: str = "transformer_xl",
-              cnt2_attends_self: bool = True, **overrides) -> MicroBertConfig:
+              cnt2_attends_self: bool = True, closing_nonterminals: str = "duplicated", clip_relative_positions: bool = True,
+              **overrides) -> MicroBertConfig:
     """µB-size config (`MicroBertConfig` defaults) of a left-to-right LM of ``kind``.
     ``cnt2_attends_self`` (TG only): the reference code's CNT2 row, or Algorithm 1's (False;
-    `models.attention.transformer_grammar`)."""
+    `models.attention.transformer_grammar`).  ``closing_nonterminals`` (TXL (trees) only) and
+    ``clip_relative_positions`` (the TXLs only, Transformer-XL form): see the module doc."""
     if kind not in LM_KINDS:
         raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
     if relative_form not in RELATIVE_FORMS:
         raise ValueError(f"unknown relative_form {relative_form!r}; known: {RELATIVE_FORMS}")
+    if closing_nonterminals not in CLOSING_FORMS:
+        raise ValueError(f"unknown closing_nonterminals {closing_nonterminals!r}; known: {CLOSING_FORMS}")
+    if closing_nonterminals != "duplicated" and kind != "txl_trees":
+        raise ValueError(f"closing_nonterminals {closing_nonterminals!r} is a form of TXL (trees)' sequence; "
+                         f"{kind} reads {'duplicated closings (its COMPOSE/STACK pair)' if kind == 'tg' else 'no nonterminals'}")
+    if not clip_relative_positions and (kind == "tg" or relative_form != "transformer_xl"):
+        raise ValueError("clip_relative_positions: false is a setting of the TXLs' linear positions in the Transformer-XL "
+                         f"form; {kind} with relative_form {relative_form!r} keeps its clipped table")
     return MicroBertConfig(
         vocab_size=vocab_size,
         syntax_attention="tg" if kind == "tg" else "causal",
@@ -67,19 +88,22 @@ def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, r
         tg_relative_positions=True,
         tg_relative_form=relative_form,
         tg_cnt2_attends_self=cnt2_attends_self,
+        tg_closing_nonterminals=closing_nonterminals,
+        tg_clip_relative_positions=clip_relative_positions,
         **overrides,
     )
 
 
 def next_action_labels(input_ids: torch.Tensor, num_terminals: int, num_labels: int) -> torch.Tensor:
-    """Labels (Sartran et al., §2.1): position i predicts a'[i+1]; COMPOSE (CNT1) positions, padding and the
-    last position predict nothing (``IGNORE_INDEX``).  A CNT1 is followed by its CNT2, so no
-    label is ever a CNT2 id."""
+    """Labels (Sartran et al., §2.1): position i predicts a'[i+1], except where a'[i+1] is a CNT2
+    copy (deterministic after its CNT1: TG's COMPOSE positions predict nothing), padding, or past
+    the end (``IGNORE_INDEX``).  So no label is ever a CNT2 id, and a sequence without CNT2 copies
+    (TXL (trees) on single closings) has the same prediction events as its duplicated form."""
     types = action_types(input_ids, num_terminals, num_labels)
     labels = torch.full_like(input_ids, IGNORE_INDEX)
     labels[:, :-1] = input_ids[:, 1:]
-    no_prediction = (types == CNT1) | (types == PAD)
-    no_prediction[:, :-1] |= types[:, 1:] == PAD
+    no_prediction = types == PAD
+    no_prediction[:, :-1] |= (types[:, 1:] == PAD) | (types[:, 1:] == CNT2)
     return labels.masked_fill(no_prediction, IGNORE_INDEX)
 
 
@@ -98,6 +122,7 @@ class TransformerGrammarLM(nn.Module):
         self.config = config
         self.encoder = MicroBertModel(config)
         self.relative_form = getattr(config, "tg_relative_form", "bias")  # configs saved before the TXL form: "bias"
+        self.clipped = getattr(config, "tg_clip_relative_positions", True)
         layers, heads = config.num_hidden_layers, config.num_attention_heads
         if self.relative_form == "bias":
             # b_{l,h}[R + 1]: zero at start, so training begins from position-free attention.
@@ -117,7 +142,7 @@ class TransformerGrammarLM(nn.Module):
     def relative_positions(self, input_ids: torch.Tensor) -> torch.Tensor:
         if self.config.tg_kind == "tg":
             return tg_relative_positions(action_types(input_ids, self.config.tg_num_terminals, self.config.tg_num_labels))
-        return linear_relative_positions(*input_ids.shape, device=input_ids.device)
+        return linear_relative_positions(*input_ids.shape, device=input_ids.device, clip=self.clipped)
 
     def position_scores(self, input_ids: torch.Tensor) -> list[torch.Tensor]:
         """Per layer, the (B, H, T, T) relative-position score b_{l,h}[R_ij]."""
@@ -130,10 +155,13 @@ class TransformerGrammarLM(nn.Module):
 
     def transformer_xl_terms(self, input_ids: torch.Tensor) -> AttentionModifier:
         """u as each layer's query offset and (index, r, v) as its relative keys (module doc)."""
-        index = self.relative_positions(input_ids) - RELATIVE_POSITION_MIN  # (B, T, T) in [0, 64)
-        encodings = self.relative_dropout(self.relative_sinusoids)
+        index = self.relative_positions(input_ids) - RELATIVE_POSITION_MIN  # (B, T, T) in [0, P)
+        # Unclipped, the table covers R = −1 … T − 1 of this batch's length.
+        table = (self.relative_sinusoids if self.clipped
+                 else sinusoids(input_ids.shape[1] + 1, self.config.hidden_size).to(self.relative_sinusoids.device))
+        encodings = self.relative_dropout(table)
         heads = self.config.num_attention_heads
-        keys = [projection(encodings).view(NUM_RELATIVE_POSITIONS, heads, -1) for projection in self.relative_key_projections]
+        keys = [projection(encodings).view(table.shape[0], heads, -1) for projection in self.relative_key_projections]
         return AttentionModifier(
             query_offset=[u[None, :, None, :] for u in self.content_query_bias.unbind(0)],
             relative_keys=[RelativePositionKeys(index, layer_keys, v) for layer_keys, v in zip(keys, self.position_query_bias.unbind(0))],
@@ -170,10 +198,11 @@ def allowed_next_actions(prefix: list[int], config, max_length: int) -> torch.Te
 
     (ROOT opens the sentence and nothing else; after its close the sentence is over.  A closing
     action must close the innermost open constituent (its own label) and needs a child; "(ROOT",
-    CNT2 ids (appended automatically after each CNT1), <s>, [PAD] and [SEP] are never sampled.  When
-    only the closes still fit, only the close is allowed.
+    CNT2 ids (appended automatically after each CNT1 where the model duplicates closings), <s>,
+    [PAD] and [SEP] are never sampled.  When only the closes still fit, only the close is allowed.
     """
     terminals, labels = config.tg_num_terminals, config.tg_num_labels
+    close_width = 2 if duplicated_closings(config) else 1
     allowed = torch.zeros(config.vocab_size, dtype=torch.bool)
     open_labels: list[int] = []
     children = [0]
@@ -192,24 +221,30 @@ def allowed_next_actions(prefix: list[int], config, max_length: int) -> torch.Te
         return allowed
     if not open_labels:
         return allowed  # finished: nothing may follow
-    # Closing every open constituent takes 2 positions each.
-    room = max_length - len(prefix) - 2 * len(open_labels)
+    # Closing every open constituent takes close_width positions each.
+    room = max_length - len(prefix) - close_width * len(open_labels)
     if children[-1] > 0:
         allowed[terminals + labels + open_labels[-1]] = True
     if room >= 1:
         allowed[5:terminals] = True  # terminals ([PAD] [CLS] [SEP] [UNK] [MASK] are 0-4)
-    if room >= 4:  # an open, a child and its close pair
+    if room >= 2 + close_width:  # an open, a child and its close
         allowed[terminals + 1 : terminals + labels] = True
     return allowed
 
 
-def well_formed(tokens: list[str]) -> bool:
+def duplicated_closings(config) -> bool:
+    """Whether the model's sequences follow each closing nonterminal with its CNT2 copy."""
+    return getattr(config, "tg_closing_nonterminals", "duplicated") == "duplicated"
+
+
+def well_formed(tokens: list[str], duplicated: bool = True) -> bool:
     """Is ``tokens`` (action strings, <s> first whatever its string) a bracketing
-    "<s> (ROOT … ROOT) ROOT)²" where every "(X" is closed by "X)" then "X)²", every constituent has
-    a child, and nothing follows the ROOT close?  Checked on strings, independently of
-    `allowed_next_actions`, so it can check the sampler (tests) and unconstrained draws
-    (benchmarks/tg_campaign.py)."""
-    if tokens[1:2] != ["(ROOT"] or tokens[-2:] != ["ROOT)", "ROOT)²"]:
+    "<s> (ROOT … ROOT) ROOT)²" where every "(X" is closed by "X)" then "X)²" ("X)" alone where not
+    ``duplicated``), every constituent has a child, and nothing follows the ROOT close?  Checked on
+    strings, independently of `allowed_next_actions`, so it can check the sampler (tests) and
+    unconstrained draws (benchmarks/tg_campaign.py)."""
+    ending = ["ROOT)", "ROOT)²"] if duplicated else ["ROOT)"]
+    if tokens[1:2] != ["(ROOT"] or tokens[-len(ending):] != ending:
         return False
     stack: list[list] = []
     position = 1
@@ -220,14 +255,15 @@ def well_formed(tokens: list[str]) -> bool:
         elif token.endswith(")²"):
             return False  # only directly after its close
         elif token.endswith(")"):
-            if not stack or stack[-1][0] != token[:-1] or stack[-1][1] == 0 or tokens[position + 1 : position + 2] != [token + "²"]:
+            copy = [token + "²"] if duplicated else []
+            if not stack or stack[-1][0] != token[:-1] or stack[-1][1] == 0 or tokens[position + 1 : position + 1 + len(copy)] != copy:
                 return False
             stack.pop()
             if stack:
                 stack[-1][1] += 1
-            elif position + 2 != len(tokens):
+            elif position + 1 + len(copy) != len(tokens):
                 return False
-            position += 1
+            position += len(copy)
         else:
             if not stack:
                 return False
@@ -239,8 +275,8 @@ def well_formed(tokens: list[str]) -> bool:
 @torch.no_grad()
 def draw_actions(model: TransformerGrammarLM, max_length: int, generator: torch.Generator, constrained: bool = True,
                  temperature: float = 1.0) -> tuple[list[int], list[float]]:
-    """One ancestral sample of an action sequence (<s> first; each sampled CNT1 followed by its CNT2)
-    and, per step, the probability the model puts on actions `allowed_next_actions` forbids there.
+    """One ancestral sample of an action sequence (<s> first; each sampled CNT1 followed by its CNT2
+    where the model duplicates closings) and, per step, the probability the model puts on actions `allowed_next_actions` forbids there.
 
     ``constrained``: draw among the allowed actions only, so the sample is a well-formed tree that
     fits in ``max_length``.  Otherwise draw from the model's whole distribution, as a test of how
@@ -264,7 +300,7 @@ def draw_actions(model: TransformerGrammarLM, max_length: int, generator: torch.
         sequence.append(action)
         if not allowed[action]:
             break
-        if first_close <= action < first_copy:
+        if first_close <= action < first_copy and duplicated_closings(config):
             sequence.append(action + config.tg_num_labels)  # the STACK copy of the close
     return sequence, forbidden_mass
 

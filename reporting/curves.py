@@ -28,8 +28,12 @@ CURVES = {
     "ner_dev_f1": ("cell", "ner", "epoch", "dev_f1", "dev span F1"),
     "pronto_dev_accuracy": ("cell", "pronto:", "epoch", "dev_accuracy", "dev accuracy"),
     "tg_dev_perplexity": ("tg", None, "step", "perplexity", "dev per-word perplexity"),
+    # The LMs with a form setting off its default (`tg_form`): the `tg_paper_form` files' own figure.
+    "tg_paper_form_dev_perplexity": ("tg", None, "step", "perplexity", "dev per-word perplexity"),
 }
-LOG_SCALE = {"tg_dev_perplexity"}  # perplexities fall by orders of magnitude early on
+LOG_SCALE = {"tg_dev_perplexity", "tg_paper_form_dev_perplexity"}  # perplexities fall by orders of magnitude early on
+# The `train_tg_lm` settings that choose between the reference code's and the TG paper's forms.
+TG_FORM_SETTINGS = ("cnt2_attends_self", "closing_nonterminals", "clip_relative_positions")
 
 Series = Dict[Tuple[str, str, str], Dict[str, List[Tuple[float, float]]]]
 
@@ -62,16 +66,29 @@ def curve_series(entries: Sequence[Entry]) -> Series:
     return series
 
 
+def tg_form(result: Path) -> str:
+    """A `train_tg_lm` result's form settings that are off their defaults, as "name: value, …"
+    ("" for the default form, every committed `tg` figure's), read from its saved config."""
+    from steps.tg.language_model import CONFIG, TrainTgLanguageModel
+
+    path = Path(result) / CONFIG
+    settings = json.loads(path.read_text()) if path.exists() else {}
+    defaults = TrainTgLanguageModel.SKIP_DEFAULT_ARGUMENTS
+    return ", ".join(f"{name}: {json.dumps(settings[name])}" for name in TG_FORM_SETTINGS
+                     if name in settings and settings[name] != defaults[name])
+
+
 def _tg_lms(workspace_dir: Path, graphs: Sequence[FileGraph]):
-    """(labels of its experiment file, metrics) of every cached Transformer-Grammar LM with a dev
-    curve that an experiment file builds (one no file builds any more is left out: `prune`)."""
+    """(labels of its experiment file, metrics with the LM's ``form`` (`tg_form`)) of every cached
+    Transformer-Grammar LM with a dev curve that an experiment file builds (one no file builds any
+    more is left out: `prune`)."""
     labels = graph_labels(graphs)
     for unique_id, folder in cache_dirs(workspace_dir).items():
         if _class_of(unique_id) != "TrainTgLanguageModel" or unique_id not in labels:
             continue
         metrics = _read_metrics(folder / "result")
         if metrics.get("dev_history"):
-            yield labels[unique_id], metrics
+            yield labels[unique_id], {**metrics, "form": tg_form(folder / "result")}
 
 
 def tg_curve_series(workspace_dir: Path, graphs: Sequence[FileGraph]) -> Series:
@@ -80,7 +97,8 @@ def tg_curve_series(workspace_dir: Path, graphs: Sequence[FileGraph]) -> Series:
     experiment file's cells."""
     series: Series = defaultdict(dict)
     for label, metrics in _tg_lms(workspace_dir, graphs):
-        lines = series[(label.get("scale") or "unknown", label.get("language") or "unknown", "tg_dev_perplexity")]
+        name = "tg_paper_form_dev_perplexity" if metrics["form"] else "tg_dev_perplexity"
+        lines = series[(label.get("scale") or "unknown", label.get("language") or "unknown", name)]
         lines[f"{metrics.get('kind', '?')} s{metrics.get('seed')}"] = [(p["step"], p["perplexity"]) for p in metrics["dev_history"]]
     return series
 
@@ -98,9 +116,9 @@ def tg_budgets(workspace_dir: Path, graphs: Sequence[FileGraph]) -> List[dict]:
         rows.append({"scale": label.get("scale") or "unknown", "language": label.get("language") or "unknown",
                      "kind": metrics.get("kind"), "seed": metrics.get("seed"), "steps": steps,
                      "stopped_by": metrics.get("stopped_by"), "kept_step": kept, "kept_dev": point["perplexity"],
-                     "dev_words": point["words"], "device": metrics.get("device")})
+                     "dev_words": point["words"], "device": metrics.get("device"), "form": metrics["form"]})
     order = {"txl_terminals": 0, "txl_trees": 1, "tg": 2}
-    return sorted(rows, key=lambda r: (r["scale"], r["language"], r["seed"] or 0, order.get(r["kind"], 9)))
+    return sorted(rows, key=lambda r: (r["scale"], r["language"], r["form"], r["seed"] or 0, order.get(r["kind"], 9)))
 
 
 def recorded_lines(path: Path, keep_recorded: bool) -> Optional[Dict[str, List[tuple]]]:

@@ -627,6 +627,7 @@ def tg_section(cells) -> str:
 
 
 TG_BUDGETS = "Transformer Grammars: how long each language model trained"
+DEFAULT_FORM = "default"  # the budget table's form column for an LM whose form settings are all defaults
 STOP_RULES = {"perplexity": "dev perplexity rule", "plateau": "flat dev curve", "max_steps": "step limit",
               "budget_from": "TXL (terminals)' steps"}
 
@@ -639,18 +640,20 @@ def tg_budget_section(workspace_dir: Path, graphs: Sequence[FileGraph], recorded
     from reporting.curves import tg_budgets
     from reporting.tables import TG_ROW_TITLES
 
-    header = ["scale", "language", "seed", "model", "steps", "stopped by", "kept step", "its dev point (ppl)", "dev words",
-              "device"]
+    header = ["scale", "language", "form", "seed", "model", "steps", "stopped by", "kept step", "its dev point (ppl)",
+              "dev words", "device"]
     rows = {}
     for row in recorded_rows(recorded, TG_BUDGETS):
-        # Rows from before checkpoint selection kept their last step's weights.
+        # Rows from before checkpoint selection kept their last step's weights; from before the form
+        # settings, the default form.
         row.setdefault("kept step", row.get("steps")), row.setdefault("its dev point (ppl)", row.get("last dev point (ppl)"))
-        rows[tuple(row.get(name) for name in header[:4])] = [row.get(name, "—") for name in header]
+        row.setdefault("form", DEFAULT_FORM)
+        rows[tuple(row.get(name) for name in header[:5])] = [row.get(name, "—") for name in header]
     for r in tg_budgets(workspace_dir, graphs):
-        row = [r["scale"], r["language"].capitalize(), str(r["seed"]), TG_ROW_TITLES.get(r["kind"], r["kind"]), f"{r['steps']:,}",
-               STOP_RULES.get(r["stopped_by"], r["stopped_by"]), f"{r['kept_step']:,}", f"{r['kept_dev']:.2f}",
+        row = [r["scale"], r["language"].capitalize(), r["form"] or DEFAULT_FORM, str(r["seed"]), TG_ROW_TITLES.get(r["kind"], r["kind"]),
+               f"{r['steps']:,}", STOP_RULES.get(r["stopped_by"], r["stopped_by"]), f"{r['kept_step']:,}", f"{r['kept_dev']:.2f}",
                f"{r['dev_words']:,}", r["device"]]
-        rows[tuple(row[:4])] = row
+        rows[tuple(row[:5])] = row
     if not rows:
         return NOTHING
     note = ("The language models trained with a dev curve (`validate_every`; the paper-scale TG files): TXL (terminals) "
@@ -658,9 +661,11 @@ def tg_budget_section(workspace_dir: Path, graphs: Sequence[FileGraph], recorded
             "improving < 1 %), TG and TXL (trees) of the same seed then train the same number of steps (`budget_from`); "
             "each keeps the weights of its lowest dev point (`select_best`, the TG paper's checkpoint selection). "
             "The rule reads a dev sample (`max_validation_sequences`, the first sentences of the split); the tables score "
-            "the whole split.\n\n")
+            "the whole split. Form: the LM's `train_tg_lm` form settings off their defaults (the `tg_paper_form` files'), "
+            f"{DEFAULT_FORM} for the `tg` files' default form.\n\n")
     order = {title: i for i, title in enumerate(TG_ROW_TITLES[k] for k in ("txl_terminals", "txl_trees", "tg"))}
-    ordered = sorted(rows.values(), key=lambda row: (row[0], row[1], int(row[2]) if row[2].isdigit() else 0, order.get(row[3], 9)))
+    ordered = sorted(rows.values(), key=lambda row: (row[0], row[1], row[2] != DEFAULT_FORM, row[2],
+                                                     int(row[3]) if row[3].isdigit() else 0, order.get(row[4], 9)))
     return note + markdown_table(header, ordered)
 
 
@@ -1234,7 +1239,9 @@ def tg_headline(cells, paper) -> List[str]:
     """The TG comparison at the paper-scale budget in one paragraph: each TG table's TG − TXL (trees)
     read against the TG paper's (the tables' own reading), or nothing before those cells exist."""
     readings = []
-    for table, measure in (("tg", "Held-out perplexity"), ("tg_agreement", "EWT subject–verb agreement accuracy")):
+    for table, measure in (("tg", "Held-out perplexity"), ("tg_agreement", "EWT subject–verb agreement accuracy"),
+                           ("tg_paper_form", "Held-out perplexity, the three models as the TG paper defines them (`tg_paper_form`)"),
+                           ("tg_paper_form_agreement", "EWT subject–verb agreement accuracy, the same models")):
         columns, table_rows = tables.build_table(table, "paper", cells, paper)
         reading = tables.contrast_markdown(table, columns, table_rows).strip()
         if reading:

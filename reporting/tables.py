@@ -60,6 +60,8 @@ TABLE_TITLES = {
     "tg": "Transformer Grammars (Sartran et al. 2022, Table 1's measure): held-out per-word perplexity (↓; Wolof: corpus-parse dev split, English: EWT test)",
     "tg_agreement": "Transformer Grammars: subject–verb agreement on EWT test, accuracy (↑; the grammatical twin scored higher)",
     "tg_long": "Transformer Grammars at 5× the training steps (2,000 of 32; `experiments/wolof_tg_long.jsonnet`): held-out per-word perplexity (↓; Wolof corpus-parse dev split)",
+    "tg_paper_form": "Transformer Grammars as the TG paper defines the three models (Algorithm 1's CNT2, TXL (trees) on the plain linearised tree, unclipped TXL positions; `*_tg_paper_form.jsonnet`): held-out per-word perplexity (↓; Wolof: corpus-parse dev split, English: EWT test)",
+    "tg_paper_form_agreement": "Transformer Grammars as the TG paper defines the three models: subject–verb agreement on EWT test, accuracy (↑; the grammatical twin scored higher)",
 }
 
 # The TG table is not in the main paper (configs/paper_tables.json): its rows, columns and the TG
@@ -95,9 +97,17 @@ TG_AGREEMENT_FINDING = (
 )
 TG_LONG_FINDING = ("\nThe `tg` table's Wolof column with the LMs trained 5× longer (seed 42 only): whether the three "
                    "models keep their order as they train, or only start from it.\n")
-TABLE_FINDINGS = {"tg": TG_FINDING, "tg_agreement": TG_AGREEMENT_FINDING, "tg_long": TG_LONG_FINDING}
+TG_PAPER_FORM_FINDING = ("\nThe `tg` table's comparison with the three models as the TG paper defines them, where the `tg` "
+                         "table's are the reference code's (docs/decisions.md, \"Transformer Grammars\"): a CNT2 attends "
+                         "to the stack alone (Algorithm 1), TXL (trees) reads each closing nonterminal once, and both TXLs "
+                         "tell every distance i − j apart. The same trees, seeds, schedule and stop rule.\n")
+TABLE_FINDINGS = {"tg": TG_FINDING, "tg_agreement": TG_AGREEMENT_FINDING, "tg_long": TG_LONG_FINDING,
+                  "tg_paper_form": TG_PAPER_FORM_FINDING + TG_FINDING, "tg_paper_form_agreement": TG_AGREEMENT_FINDING}
 # Tables outside configs/paper_tables.json.
-LOCAL_TABLES = {"tg": TG_TABLE, "tg_agreement": TG_AGREEMENT_TABLE, "tg_long": {**TG_TABLE, "columns": ["wolof"]}}
+LOCAL_TABLES = {"tg": TG_TABLE, "tg_agreement": TG_AGREEMENT_TABLE, "tg_long": {**TG_TABLE, "columns": ["wolof"]},
+                # "compared_with": the table of the same models in the committed figures' form (form_markdown).
+                "tg_paper_form": {**TG_TABLE, "compared_with": "tg"},
+                "tg_paper_form_agreement": {**TG_AGREEMENT_TABLE, "compared_with": "tg_agreement"}}
 
 
 def paper_values(paper: dict, table: str) -> Tuple[List[str], List[str], Dict[str, Dict[str, Optional[float]]]]:
@@ -317,12 +327,40 @@ def contrast_markdown(table: str, columns, table_rows) -> str:
             f"{paper_winner} better): " + "; ".join(readings) + ".\n")
 
 
-def table_markdown(table: str, title: str, columns, table_rows) -> str:
+def form_markdown(table: str, scale: str, cells: Sequence[Cell]) -> str:
+    """For a local table with a "compared_with" table (the same models in another form): each row
+    here − the same row there, per column, paired by seed ("" where no pair has both figures).
+    ``cells``: this cache's first, then the record's, so ours win."""
+    other = LOCAL_TABLES.get(table, {}).get("compared_with")
+    if other is None:
+        return ""
+    found: Dict[Tuple[str, str, str], Cell] = {}
+    for cell in cells:
+        if cell.scale == scale and cell.table in (table, other) and cell.result:
+            found.setdefault((cell.table, cell.row, cell.column), cell)
+    columns, lines = LOCAL_TABLES[table]["columns"], []
+    for row in LOCAL_TABLES[table]["rows"]:
+        pairs = [(found.get((table, row, column)), found.get((other, row, column))) for column in columns]
+        texts = [paired_difference(here.result, there.result).text() if here and there else "—" for here, there in pairs]
+        if any(text != "—" for text in texts):
+            lines.append(f"| {_row_title(row)} | " + " | ".join(texts) + " |")
+    if not lines:
+        return ""
+    return "\n".join(["", f"Against the same models in the `{other}` table's form (this table − `{other}`, {CI_LABEL}: the "
+                       "mean over the shared seeds ± the t-interval), paired by seed:", "",
+                       f"| model ({CI_LABEL}) | " + " | ".join(short_title(c) for c in columns) + " |",
+                       "|---|" + "---|" * len(columns)] + lines) + "\n"
+
+
+def table_markdown(table: str, title: str, columns, table_rows, scale: Optional[str] = None,
+                   cells: Sequence[Cell] = ()) -> str:
     """One table as the tables' .md files and RESULTS.md show it: the table, its ranking (local
-    tables only) and its finding, if any."""
+    tables only), the same models in another form (`form_markdown`, from ``cells`` of ``scale``)
+    and its finding, if any."""
     baseline = _row_title(difference_baseline(table)[0])
     return (to_markdown(title, columns, table_rows, baseline) + ranking_markdown(table, columns, table_rows)
-            + contrast_markdown(table, columns, table_rows) + TABLE_FINDINGS.get(table, ""))
+            + contrast_markdown(table, columns, table_rows) + (form_markdown(table, scale, cells) if scale else "")
+            + TABLE_FINDINGS.get(table, ""))
 
 
 def variant_markdown(columns, table_rows) -> str:
@@ -475,8 +513,12 @@ def undertrained_note(cells: Sequence[Cell], table: str = "table2") -> str:
     by_key = {(c.table, c.scale, c.row, c.column): c for c in cells if c.result}
     if table in TG_TABLES:
         language = LOCAL_TABLES[table]["columns"][0]
-        small = by_key.get(("tg_long" if table == "tg_long" else "tg", "cpu", "txl_terminals", language))
-        paper = by_key.get(("tg", "paper", "txl_terminals", language))
+        # Each perplexity table cites its own TXL (terminals); the agreement tables their perplexity table's.
+        source = table if table in ("tg_long", "tg_paper_form") else "tg_paper_form" if table.startswith("tg_paper_form") else "tg"
+        small = by_key.get((source, "cpu", "txl_terminals", language))
+        paper = by_key.get(("tg_long" if source == "tg_long" else source, "paper", "txl_terminals", language))
+        if source == "tg_long":
+            paper = by_key.get(("tg", "paper", "txl_terminals", language))
         if small is not None and paper is not None:
             return (f"_cpu scale: undertrained demonstrations, not the TG paper's models: TXL (terminals) reads "
                     f"{short_title(language)} per-word perplexity {small.mean:.2f} here, {paper.mean:.2f} at the "
@@ -523,7 +565,7 @@ def write_tables(cells: Sequence[Cell], out_dir: Path, scales: Optional[Sequence
             directory.mkdir(parents=True, exist_ok=True)
             columns, table_rows = build_table(table, scale, cells, paper, record)
             full_title = f"{title} — {scale} scale"
-            markdown = table_markdown(table, full_title, columns, table_rows)
+            markdown = table_markdown(table, full_title, columns, table_rows, scale, with_record)
             if scale == "cpu":
                 markdown = with_cpu_notes(markdown, list(cells) + list(record or []))
             for suffix, text in (("md", markdown),
@@ -553,7 +595,7 @@ def markdown_summary(cells: Sequence[Cell], scales: Optional[Sequence[str]] = No
                 continue
             columns, table_rows = build_table(table, scale, cells, paper)
             shown = [(row, entries) for row, entries in table_rows if any(e.mean is not None for e in entries) or row in ("M", "MXPT-SLA")]
-            parts.append(table_markdown(table, f"{TABLE_TITLES[table]} — {scale} scale", columns, shown))
+            parts.append(table_markdown(table, f"{TABLE_TITLES[table]} — {scale} scale", columns, shown, scale, cells))
     return "\n".join(parts)
 
 

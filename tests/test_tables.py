@@ -513,3 +513,29 @@ def test_delta_plot_says_what_a_hatched_bar_is_when_one_is(tmp_path, monkeypatch
     width = bar_calls[-1][2][0].axes.figure.get_figwidth()
     lines = titles[-1][0][0].splitlines()
     assert len(lines) > 1 and all(len(line) <= width * 15 for line in lines) and " ".join(lines) == long
+
+
+def test_a_paper_form_table_sets_each_model_against_its_tg_table_form_seed_by_seed():
+    """The same models in two forms: each row's Δ pairs seeds (ours before the record's), checked
+    against Student's t from the per-seed differences; nothing where one form lacks the cell."""
+    import statistics
+
+    from scipy import stats
+
+    from reporting.tables import form_markdown
+
+    def cell(table, row, values, seeds=(42, 43, 44)):
+        return Cell(table, "paper", row, "wolof", {"seeds": list(seeds), "n": len(values),
+                                                   "test": {"mean": statistics.fmean(values), "sd": statistics.stdev(values), "values": values}})
+
+    form, tg = [1000.0, 1100.0, 1040.0], [1400.0, 1450.0, 1420.0]
+    cells = [cell("tg_paper_form", "tg", form), cell("tg", "tg", tg), cell("tg", "tg", [1.0, 2.0, 3.0]),  # a record: ours win
+             cell("tg_paper_form", "txl_trees", [900.0, 950.0], seeds=(42, 44)), cell("tg", "txl_trees", [1600.0, 1700.0, 1650.0]),
+             cell("tg", "txl_terminals", [500.0, 510.0, 490.0])]
+    text = form_markdown("tg_paper_form", "paper", cells)
+    differences = [a - b for a, b in zip(form, tg)]
+    half = stats.t.ppf(0.975, 2) * statistics.stdev(differences) / 3 ** 0.5
+    assert f"| TG | {statistics.fmean(differences):+.2f} ± {half:.2f} | — |" in text
+    assert "| TXL (trees) | " in text and "2 shared seeds" in text  # 900 − 1600, 950 − 1650
+    assert "TXL (terminals)" not in text  # no paper-form cell
+    assert form_markdown("tg", "paper", cells) == "" and form_markdown("tg_paper_form", "cpu", cells) == ""

@@ -242,8 +242,12 @@ def test_the_report_draws_each_cached_lms_dev_curve_a_line_per_kind_and_seed(act
     from reporting.graphs import FileGraph
     from steps.common.releases import METADATA_FILE
 
+    def graph_of(steps):
+        return FileGraph("experiments/smoke/wolof_tg.jsonnet", steps, [{"table": "tg", "scale": "smoke", "row": "tg", "column": "wolof"}])
+
     cache, steps = tmp_path / "ws" / "cache", {}
-    for name, kind, seed, settings in (("curved", "tg", 42, {"validate_every": 4}), ("flat", "txl_terminals", 43, {})):
+    for name, kind, seed, settings in (("curved", "tg", 42, {"validate_every": 4}), ("flat", "txl_terminals", 43, {}),
+                                       ("single", "txl_trees", 42, {"validate_every": 4, "closing_nonterminals": "single"})):
         entry = cache / f"TrainTgLanguageModel-002-{name}"
         result = train(actions, entry / "work", kind=kind, seed=seed, **settings)
         (entry / "result").mkdir()
@@ -251,7 +255,11 @@ def test_the_report_draws_each_cached_lms_dev_curve_a_line_per_kind_and_seed(act
             (entry / "result" / file.name).write_bytes(file.read_bytes())
         (entry / METADATA_FILE).write_text("{}")
         steps[f"lm_{kind}_s{seed}"] = ["TrainTgLanguageModel", entry.name]
-    graph = FileGraph("experiments/smoke/wolof_tg.jsonnet", steps, [{"table": "tg", "scale": "smoke", "row": "tg", "column": "wolof"}])
+    # An LM in another form than the default gets the paper-form files' figure.
+    single = [(point["step"], point["perplexity"]) for point in metrics(cache / "TrainTgLanguageModel-002-single" / "result")["dev_history"]]
+    assert tg_curve_series(tmp_path / "ws", [graph_of(steps)])[("smoke", "wolof", "tg_paper_form_dev_perplexity")] == {"txl_trees s42": single}
+    del steps["lm_txl_trees_s42"]
+    graph = graph_of(steps)
     series = tg_curve_series(tmp_path / "ws", [graph])
     expected = [(point["step"], point["perplexity"]) for point in metrics(cache / "TrainTgLanguageModel-002-curved" / "result")["dev_history"]]
     assert dict(series) == {("smoke", "wolof", "tg_dev_perplexity"): {"tg s42": expected}} and [s for s, _ in expected] == [4, 8, 9]
@@ -266,13 +274,17 @@ def test_the_report_draws_each_cached_lms_dev_curve_a_line_per_kind_and_seed(act
     from reporting.report import NOTHING, TG_BUDGETS, tg_budget_section
 
     words = metrics(cache / "TrainTgLanguageModel-002-curved" / "result")["dev_history"][-1]["words"]
-    ours = f"| smoke | Wolof | 42 | TG | 9 | step limit | 9 | {expected[-1][1]:.2f} | {words:,} | cpu |"
+    ours = f"| smoke | Wolof | default | 42 | TG | 9 | step limit | 9 | {expected[-1][1]:.2f} | {words:,} | cpu |"
     recorded = (f"# Results\n\n## {TG_BUDGETS}\n\n| scale | language | seed | model | steps | stopped by | last dev point (ppl) "
                 "| dev words | device |\n|---|---|---|---|---|---|---|---|---|\n"
                 "| paper | Wolof | 43 | TXL (terminals) | 2,000 | dev perplexity rule | 371.42 | 23,463 | cpu |\n"
                 "| smoke | Wolof | 42 | TG | 5 | step limit | 1.00 | 1 | cpu |\n")
     rows = [line for line in tg_budget_section(tmp_path / "ws", [graph], recorded).splitlines() if line.startswith("| ")][1:]
-    assert rows == ["| paper | Wolof | 43 | TXL (terminals) | 2,000 | dev perplexity rule | 2,000 | 371.42 | 23,463 | cpu |", ours]
+    assert rows == ["| paper | Wolof | default | 43 | TXL (terminals) | 2,000 | dev perplexity rule | 2,000 | 371.42 | 23,463 | cpu |", ours]
+    # The paper-form LM has its own row, its form named.
+    rows = [line for line in tg_budget_section(tmp_path / "ws", [graph_of({**steps, "lm_txl_trees_s42": [
+        "TrainTgLanguageModel", "TrainTgLanguageModel-002-single"]})]).splitlines() if line.startswith("| ")][1:]
+    assert rows[0] == ours and rows[1].startswith('| smoke | Wolof | closing_nonterminals: "single" | 42 | TXL (trees) | 9 |')
     assert tg_budget_section(tmp_path / "empty", [graph]) == NOTHING
     # An LM no experiment file builds any more (a re-keyed config's) is neither drawn nor listed.
     assert tg_curve_series(tmp_path / "ws", []) == {} and tg_budget_section(tmp_path / "ws", []) == NOTHING

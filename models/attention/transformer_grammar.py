@@ -116,10 +116,12 @@ def tg_relative_positions(types: torch.Tensor) -> torch.Tensor:
     return (depth[:, :, None] - depth[:, None, :]).clamp(RELATIVE_POSITION_MIN, RELATIVE_POSITION_MAX)
 
 
-def linear_relative_positions(batch_size: int, length: int, device=None) -> torch.Tensor:
-    """(B, T, T) Transformer-XL relative positions i − j, clipped to the same range."""
+def linear_relative_positions(batch_size: int, length: int, device=None, clip: bool = True) -> torch.Tensor:
+    """(B, T, T) Transformer-XL relative positions i − j, clipped to the same range as TG's; with
+    ``clip=False`` only from below (j > i is masked anyway), so they span [−1, T − 1] as a
+    Transformer-XL's do."""
     positions = torch.arange(length, device=device)
-    relative = (positions[:, None] - positions[None, :]).clamp(RELATIVE_POSITION_MIN, RELATIVE_POSITION_MAX)
+    relative = (positions[:, None] - positions[None, :]).clamp(RELATIVE_POSITION_MIN, RELATIVE_POSITION_MAX if clip else None)
     return relative[None].expand(batch_size, length, length)
 
 

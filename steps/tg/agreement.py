@@ -260,10 +260,11 @@ class BuildAgreementPairs(Step):
         return {"source": path.name, "pairs": pairs, "stats": stats}
 
 
-def pair_sequences(pairs: Sequence[Dict[str, Any]], actions: Dict[str, Any], kind: str, max_length: int):
+def pair_sequences(pairs: Sequence[Dict[str, Any]], actions: Dict[str, Any], kind: str, max_length: int,
+                   closing_nonterminals: str = "duplicated"):
     """(kept pairs, grammatical id sequences, ungrammatical ones, skipped counts) for ``kind``: the
     pair's two sentences through `sentence_actions` with the WordPiece vocabulary of ``actions``
-    (`build_tg_actions`), then `model_sequences`.  Pairs are dropped (counted) where the tree cannot
+    (`build_tg_actions`), then `model_sequences` (``closing_nonterminals``: TXL (trees)' form).  Pairs are dropped (counted) where the tree cannot
     be projectivized, either action sequence is longer than ``max_length``, or both sentences
     tokenize to the same ids; these depend on the tree and words only, so every kind keeps the
     same pairs."""
@@ -283,7 +284,8 @@ def pair_sequences(pairs: Sequence[Dict[str, Any]], actions: Dict[str, Any], kin
             kept.append(pair)
             rows["good"].append({"actions": results[0][0]})
             rows["bad"].append({"actions": results[1][0]})
-    sequences = {side: model_sequences({"layout": actions["layout"], side: rows[side]}, side, kind) for side in rows}
+    sequences = {side: model_sequences({"layout": actions["layout"], side: rows[side]}, side, kind, closing_nonterminals)
+                 for side in rows}
     return kept, sequences["good"], sequences["bad"], dict(skipped)
 
 
@@ -328,7 +330,8 @@ class EvaluateTgAgreement(Step):
         :param max_pairs: score only the first N pairs (smoke scale); None = all."""
         lm, training = load_cell_lm(model, row, "evaluate_tg_agreement", device)
         kind = lm.config.tg_kind
-        kept, good, bad, dropped = pair_sequences(pairs["pairs"][:max_pairs], actions, kind, max_length)
+        kept, good, bad, dropped = pair_sequences(pairs["pairs"][:max_pairs], actions, kind, max_length,
+                                                  getattr(lm.config, "tg_closing_nonterminals", "duplicated"))
         with torch_threads(num_threads):
             good_scores = [-nll for nll in sentence_nll(lm, good)]
             bad_scores = [-nll for nll in sentence_nll(lm, bad)]

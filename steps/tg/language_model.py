@@ -29,7 +29,7 @@ from tango.common import Tqdm
 from tango.format import JsonFormat
 from transformers import get_cosine_schedule_with_warmup
 
-from models.attention.transformer_grammar import TERMINAL, action_types
+from models.attention.transformer_grammar import CNT2, TERMINAL, action_types
 from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, lm_config, next_action_labels
 from steps.common.batching import bucketed_batches
 from steps.common.formats import DirectoryFormat
@@ -46,18 +46,27 @@ CRASH_AFTER_STEP_ENV = "SIB_TG_LM_CRASH_AFTER_STEP"
 PLATEAU_TOLERANCE = 0.01  # train_tg_lm's default: a plateau is < 1 % better than the best before it
 
 
-def model_sequences(actions: Dict[str, Any], split: str, kind: str) -> List[List[int]]:
-    """The id sequences ``kind`` models: the action sequence, or <s> + its terminals + [SEP]."""
+def model_sequences(actions: Dict[str, Any], split: str, kind: str, closing_nonterminals: str = "duplicated") -> List[List[int]]:
+    """The id sequences ``kind`` models: the action sequence (``closing_nonterminals`` "single": its
+    CNT2 copies left out, the plain linearised tree), or <s> + its terminals + [SEP]."""
     layout = actions["layout"]
     rows = actions[split]
-    if kind != "txl_terminals":
+    if kind != "txl_terminals" and closing_nonterminals == "duplicated":
         return [row["actions"] for row in rows]
     sequences = []
     for row in rows:
         ids = torch.tensor(row["actions"])
         types = action_types(ids, layout["num_terminals"], layout["num_labels"])
-        sequences.append([layout["sos_id"]] + ids[types == TERMINAL].tolist() + [layout["eos_id"]])
+        if kind == "txl_terminals":
+            sequences.append([layout["sos_id"]] + ids[types == TERMINAL].tolist() + [layout["eos_id"]])
+        else:
+            sequences.append(ids[types != CNT2].tolist())
     return sequences
+
+
+def lm_sequences(actions: Dict[str, Any], split: str, config) -> List[List[int]]:
+    """`model_sequences` of the LM whose config is ``config`` (its kind and closing form)."""
+    return model_sequences(actions, split, config.tg_kind, getattr(config, "tg_closing_nonterminals", "duplicated"))
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tensor:
@@ -108,7 +117,7 @@ def split_perplexity(model: TransformerGrammarLM, actions: Dict[str, Any], split
     ``max_sentences`` rows of ``split`` (all if None): {"perplexity", "nll_nats", "words", "sentences"}.
     `evaluate_tg_lm` scores a model with it, and `train_tg_lm` its held-out curve."""
     rows = actions[split][:max_sentences]
-    totals = sentence_nll(model, model_sequences({**actions, split: rows}, split, model.config.tg_kind))
+    totals = sentence_nll(model, lm_sequences({**actions, split: rows}, split, model.config))
     words = sum(sentence["words"] for sentence in rows)
     nll = sum(totals)
     return {"perplexity": math.exp(nll / words), "nll_nats": nll, "words": words, "sentences": len(totals)}
@@ -180,7 +189,8 @@ class TrainTgLanguageModel(Step):
     SKIP_ID_ARGUMENTS = {"num_threads", "device", "checkpoint_every"}
     SKIP_DEFAULT_ARGUMENTS = {"relative_form": "transformer_xl", "validate_every": None, "max_validation_sequences": None,
                               "stop_at_perplexity": None, "plateau_validations": None, "plateau_tolerance": PLATEAU_TOLERANCE,
-                              "budget_from": None, "select_best": False, "cnt2_attends_self": True}
+                              "budget_from": None, "select_best": False, "cnt2_attends_self": True,
+                              "closing_nonterminals": "duplicated", "clip_relative_positions": True}
 
     def run(  # type: ignore[override]
         self,
@@ -204,6 +214,8 @@ class TrainTgLanguageModel(Step):
         budget_from: Optional[Path] = None,
         select_best: bool = False,
         cnt2_attends_self: bool = True,
+        closing_nonterminals: str = "duplicated",
+        clip_relative_positions: bool = True,
     ) -> Path:
         """:param relative_form: "transformer_xl" (the paper's scores) or "bias" (one learned scalar
             per layer, head and relative position; `models.transformer_grammar`).
@@ -224,12 +236,25 @@ class TrainTgLanguageModel(Step):
             (Sartran et al. 2022, §4, Experimental Details). Needs validate_every.
         :param cnt2_attends_self: TG only. True (the default, the reference code's and every committed
             figure's): a CNT2 attends to the stack and to itself; False: to the stack alone, as the
-            paper's Algorithm 1 (`models.attention.transformer_grammar`). Keyed only when False."""
+            paper's Algorithm 1 (`models.attention.transformer_grammar`). Keyed only when False.
+        :param closing_nonterminals: TXL (trees) only. "duplicated" (the default, every committed
+            figure's): TG's action sequence, each closing nonterminal followed by its CNT2 copy;
+            "single": the plain linearised tree the paper trains TXL (trees) on (§3, after Choe and
+            Charniak 2016). Keyed only when "single".
+        :param clip_relative_positions: the TXLs only. True (the default, every committed figure's):
+            i − j clipped to TG's range [−1, 62]; False: Transformer-XL's unclipped i − j. Keyed
+            only when False.
+        Each setting is checked by `lm_config` before any data is read."""
         device = resolve_device(device)
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
         if not cnt2_attends_self and kind != "tg":
             raise ValueError(f"cnt2_attends_self is a setting of TG's STACK/COMPOSE mask; {kind} attends causally")
+        layout = actions["layout"]
+        settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
+                    "num_labels": layout["num_labels"], "relative_form": relative_form, "cnt2_attends_self": cnt2_attends_self,
+                    "closing_nonterminals": closing_nonterminals, "clip_relative_positions": clip_relative_positions}
+        config = lm_config(**settings)  # refuses a setting the kind does not have
         if checkpoint_every < 1 or (validate_every is not None and validate_every < 1):
             raise ValueError("checkpoint_every and validate_every must be positive")
         rule = stop_at_perplexity is not None or plateau_validations is not None
@@ -252,12 +277,9 @@ class TrainTgLanguageModel(Step):
                 raise ValueError(f"budget_from: {Path(budget_from) / 'metrics.json'} has max_steps {source['max_steps']}, "
                                  f"this run {max_steps}: the schedules would differ")
             budget = source.get("steps", max_steps)  # results from before the stop rules always trained max_steps
-        layout = actions["layout"]
-        settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
-                    "num_labels": layout["num_labels"], "relative_form": relative_form, "cnt2_attends_self": cnt2_attends_self}
-        sequences = model_sequences(actions, "train", kind)
+        sequences = lm_sequences(actions, "train", config)
         torch.manual_seed(derived_seed(seed, "tg_lm_init"))
-        model = TransformerGrammarLM(lm_config(**settings)).to(device)
+        model = TransformerGrammarLM(config).to(device)
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=weight_decay)
         schedule = get_cosine_schedule_with_warmup(optimizer, int(warmup * max_steps), max_steps)
         lengths = [len(s) for s in sequences]
