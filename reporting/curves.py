@@ -29,7 +29,7 @@ CURVES = {
     "pronto_dev_accuracy": ("cell", "pronto:", "epoch", "dev_accuracy", "dev accuracy"),
     "tg_dev_perplexity": ("tg", None, "step", "perplexity", "dev per-word perplexity"),
     # The LMs with a form setting off its default (`tg_form`): the `tg_paper_form` files' own figure.
-    "tg_paper_form_dev_perplexity": ("tg", None, "step", "perplexity", "dev per-word perplexity"),
+    "tg_paper_form_dev_perplexity": ("tg", None, "step", "perplexity", "dev per-word perplexity, the TG paper's forms"),
 }
 LOG_SCALE = {"tg_dev_perplexity", "tg_paper_form_dev_perplexity"}  # perplexities fall by orders of magnitude early on
 # The `train_tg_lm` settings that choose between the reference code's and the TG paper's forms.
@@ -118,7 +118,7 @@ def tg_budgets(workspace_dir: Path, graphs: Sequence[FileGraph]) -> List[dict]:
                      "stopped_by": metrics.get("stopped_by"), "kept_step": kept, "kept_dev": point["perplexity"],
                      "dev_words": point["words"], "device": metrics.get("device"), "form": metrics["form"]})
     order = {"txl_terminals": 0, "txl_trees": 1, "tg": 2}
-    return sorted(rows, key=lambda r: (r["scale"], r["language"], r["form"], r["seed"] or 0, order.get(r["kind"], 9)))
+    return sorted(rows, key=lambda r: (r["scale"], r["language"], r["form"] != "", r["seed"] or 0, order.get(r["kind"], 9)))
 
 
 def recorded_lines(path: Path, keep_recorded: bool) -> Optional[Dict[str, List[tuple]]]:

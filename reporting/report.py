@@ -664,7 +664,7 @@ def tg_budget_section(workspace_dir: Path, graphs: Sequence[FileGraph], recorded
             "the whole split. Form: the LM's `train_tg_lm` form settings off their defaults (the `tg_paper_form` files'), "
             f"{DEFAULT_FORM} for the `tg` files' default form.\n\n")
     order = {title: i for i, title in enumerate(TG_ROW_TITLES[k] for k in ("txl_terminals", "txl_trees", "tg"))}
-    ordered = sorted(rows.values(), key=lambda row: (row[0], row[1], row[2] != DEFAULT_FORM, row[2],
+    ordered = sorted(rows.values(), key=lambda row: (row[0], row[1], row[2] != DEFAULT_FORM,
                                                      int(row[3]) if row[3].isdigit() else 0, order.get(row[4], 9)))
     return note + markdown_table(header, ordered)
 
