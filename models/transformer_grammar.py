@@ -70,6 +70,8 @@ def lm_config(kind: str, vocab_size: int, num_terminals: int, num_labels: int, r
         raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
     if relative_form not in RELATIVE_FORMS:
         raise ValueError(f"unknown relative_form {relative_form!r}; known: {RELATIVE_FORMS}")
+    if not cnt2_attends_self and kind != "tg":
+        raise ValueError(f"cnt2_attends_self is a setting of TG's STACK/COMPOSE mask; {kind} attends causally")
     if closing_nonterminals not in CLOSING_FORMS:
         raise ValueError(f"unknown closing_nonterminals {closing_nonterminals!r}; known: {CLOSING_FORMS}")
     if closing_nonterminals != "duplicated" and kind != "txl_trees":
@@ -232,9 +234,14 @@ def allowed_next_actions(prefix: list[int], config, max_length: int) -> torch.Te
     return allowed
 
 
+def closing_form(config) -> str:
+    """The model's ``closing_nonterminals`` (configs saved before the setting: "duplicated")."""
+    return getattr(config, "tg_closing_nonterminals", "duplicated")
+
+
 def duplicated_closings(config) -> bool:
     """Whether the model's sequences follow each closing nonterminal with its CNT2 copy."""
-    return getattr(config, "tg_closing_nonterminals", "duplicated") == "duplicated"
+    return closing_form(config) == "duplicated"
 
 
 def well_formed(tokens: list[str], duplicated: bool = True) -> bool:

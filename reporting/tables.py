@@ -513,16 +513,16 @@ def undertrained_note(cells: Sequence[Cell], table: str = "table2") -> str:
     by_key = {(c.table, c.scale, c.row, c.column): c for c in cells if c.result}
     if table in TG_TABLES:
         language = LOCAL_TABLES[table]["columns"][0]
-        # Each perplexity table cites its own TXL (terminals); the agreement tables their perplexity table's.
-        source = table if table in ("tg_long", "tg_paper_form") else "tg_paper_form" if table.startswith("tg_paper_form") else "tg"
+        # Each perplexity table cites its own TXL (terminals), the agreement tables their perplexity
+        # table's; tg_long has no paper scale, so it is set against the `tg` table's.
+        source = "tg_paper_form" if table.startswith("tg_paper_form") else "tg_long" if table == "tg_long" else "tg"
         small = by_key.get((source, "cpu", "txl_terminals", language))
-        paper = by_key.get(("tg_long" if source == "tg_long" else source, "paper", "txl_terminals", language))
-        if source == "tg_long":
-            paper = by_key.get(("tg", "paper", "txl_terminals", language))
+        paper_table = "tg" if source == "tg_long" else source
+        paper = by_key.get((paper_table, "paper", "txl_terminals", language))
         if small is not None and paper is not None:
             return (f"_cpu scale: undertrained demonstrations, not the TG paper's models: TXL (terminals) reads "
                     f"{short_title(language)} per-word perplexity {small.mean:.2f} here, {paper.mean:.2f} at the "
-                    f"paper-scale budget (`tg` table, paper scale)._")
+                    f"paper-scale budget (`{paper_table}` table, paper scale)._")
         return "_cpu scale: undertrained demonstrations (a few hundred steps), not the TG paper's models._"
     mlm = {(c.row, c.column): c for c in by_key.values() if c.table == "mlm:accuracy" and c.scale == "cpu"}
     for (row, language), cell in sorted(mlm.items()):

@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from tango import Step
 from tango.format import JsonFormat
 
+from models.transformer_grammar import closing_form
 from steps.common.data_root import DataPath
 from steps.common.runtime import torch_threads
 from steps.data.readers import Sentence, read_conllu
@@ -330,8 +331,7 @@ class EvaluateTgAgreement(Step):
         :param max_pairs: score only the first N pairs (smoke scale); None = all."""
         lm, training = load_cell_lm(model, row, "evaluate_tg_agreement", device)
         kind = lm.config.tg_kind
-        kept, good, bad, dropped = pair_sequences(pairs["pairs"][:max_pairs], actions, kind, max_length,
-                                                  getattr(lm.config, "tg_closing_nonterminals", "duplicated"))
+        kept, good, bad, dropped = pair_sequences(pairs["pairs"][:max_pairs], actions, kind, max_length, closing_form(lm.config))
         with torch_threads(num_threads):
             good_scores = [-nll for nll in sentence_nll(lm, good)]
             bad_scores = [-nll for nll in sentence_nll(lm, bad)]

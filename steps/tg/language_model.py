@@ -30,7 +30,7 @@ from tango.format import JsonFormat
 from transformers import get_cosine_schedule_with_warmup
 
 from models.attention.transformer_grammar import CNT2, TERMINAL, action_types
-from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, lm_config, next_action_labels
+from models.transformer_grammar import LM_KINDS, TransformerGrammarLM, closing_form, lm_config, next_action_labels
 from steps.common.batching import bucketed_batches
 from steps.common.formats import DirectoryFormat
 from steps.common.runtime import derived_seed, resolve_device, torch_threads
@@ -66,7 +66,7 @@ def model_sequences(actions: Dict[str, Any], split: str, kind: str, closing_nont
 
 def lm_sequences(actions: Dict[str, Any], split: str, config) -> List[List[int]]:
     """`model_sequences` of the LM whose config is ``config`` (its kind and closing form)."""
-    return model_sequences(actions, split, config.tg_kind, getattr(config, "tg_closing_nonterminals", "duplicated"))
+    return model_sequences(actions, split, config.tg_kind, closing_form(config))
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> torch.Tensor:
@@ -248,8 +248,6 @@ class TrainTgLanguageModel(Step):
         device = resolve_device(device)
         if kind not in LM_KINDS:
             raise ValueError(f"unknown LM kind {kind!r}; known: {LM_KINDS}")
-        if not cnt2_attends_self and kind != "tg":
-            raise ValueError(f"cnt2_attends_self is a setting of TG's STACK/COMPOSE mask; {kind} attends causally")
         layout = actions["layout"]
         settings = {"kind": kind, "vocab_size": len(actions["vocabulary"]), "num_terminals": layout["num_terminals"],
                     "num_labels": layout["num_labels"], "relative_form": relative_form, "cnt2_attends_self": cnt2_attends_self,
