@@ -187,6 +187,15 @@ local pronto_tables = {
       $.pronto_steps(c.language, c.scale, c.encoder, c.row, c.seeds, c.pronto_data, c.pronto_missing_train, c.pretrained),
   },
 
+  // A cell with some of its downstream tasks alone (`tasks`: names of `tasks` above, e.g. ["ner"]):
+  // the other tasks' fine-tunes, scores and cells left out, everything upstream kept. For a regime
+  // that changes one task only, whose other task would repeat another file's steps under a new label.
+  only_tasks(cell, tasks)::
+    local known = std.objectFieldsAll($.tasks);
+    assert std.length(tasks) > 0 && std.all([std.member(known, t) for t in tasks]) : "only_tasks: some of " + std.join(", ", known);
+    local left_out(name) = std.any([std.startsWith(name, t + "_") for t in known if !std.member(tasks, t)]);
+    cell + { steps: { [name]: cell.steps[name] for name in std.objectFields(cell.steps) if !left_out(name) } },
+
   // {ud: regime, ner: regime} of a scale with fine-tuning regimes (scales.libsonnet `regimes`): each
   // task's `chosen` one, or `regime` for both; null at a scale without regimes.
   regimes_by_task(scale, regime=null)::

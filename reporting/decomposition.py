@@ -16,7 +16,9 @@ The factors, one at a time:
 * the fine-tuning regime, for each encoder: cpu_x2 − cpu (length alone), paper_tenth − cpu and
   paper − paper_tenth;
 * the head's fidelity to AllenNLP's: paper_tenth_reference − paper_tenth (the embedder's scalar mix
-  without the embedding layer; the parser's variational dropout).
+  without the embedding layer; the parser's variational dropout);
+* the NER optimizer's: paper_ner_decay − paper (AllenNLP's ``adamw`` weight decay, 0.01, where the NER
+  step's default is 0), for the `paper` encoder's NER cell alone.
 
 Beside each cell, the fine-tuning steps it ran and its best epoch (mean over seeds), from every
 seed's ``metrics.json``: how much of the paper regime's 60,000-step allowance early stopping used.
@@ -47,7 +49,9 @@ RUNS_CSV = REPO / "docs" / "runs.csv"  # every committed fine-tuning run, one ro
 # experiments/long_pretraining/wolof_m.jsonnet, whose predictions are not committed.
 SAME_STEPS_IN_RUNS = {("long", "cpu"): ("cpu", "M-long")}
 ENCODERS = ("random-init", "cpu", "cpu_relpos", "long", "paper")
-REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper_tenth_reference", "paper")
+REGIMES = ("cpu", "cpu_x2", "paper_tenth", "paper_tenth_reference", "paper", "paper_ner_decay")
+# Regimes that change one task of another regime, run for some encoders only: {regime: (encoders, tables)}.
+NARROW_REGIMES = {"paper_ner_decay": (("paper",), ("decomposition:ner",))}
 TASKS = {"decomposition:ud": ("UD", "test LAS"), "decomposition:ner": ("NER", "test F1")}
 # The paper's table of each grid task: the paper-scale µB-M file's cells there are the grid's `paper` encoder's fine-tunes.
 PAPER_SCALE_TABLES = {"decomposition:ud": "table2", "decomposition:ner": "table3"}
@@ -63,12 +67,24 @@ FACTORS = (  # (what, cell, baseline), cells as (encoder, regime); "*" takes eac
     ("the paper's head and rates, 30 epochs (paper_tenth − cpu regime)", ("*", "paper_tenth"), ("*", "cpu")),
     ("AllenNLP's embedder mix and dropout (paper_tenth_reference − paper_tenth)", ("*", "paper_tenth_reference"), ("*", "paper_tenth")),
     ("the full paper regime (paper − paper_tenth)", ("*", "paper"), ("*", "paper_tenth")),
+    ("the reference's NER weight decay, 0.01 (paper_ner_decay − paper)", ("*", "paper_ner_decay"), ("*", "paper")),
 )
 EXTRA_FIELDS = ["steps_run", "best_epoch"]
 
 
 def files() -> List[Path]:
     return sorted(FOLDER.glob("*.jsonnet"))
+
+
+def regimes_of(table: str) -> List[str]:
+    """The grid's regime columns for one task."""
+    return [r for r in REGIMES if r not in NARROW_REGIMES or table in NARROW_REGIMES[r][1]]
+
+
+def grid_files() -> List[str]:
+    """The file name of every (encoder, regime) cell the grid has."""
+    return sorted(f"wolof_{encoder.replace('-', '_')}_{regime}.jsonnet" for regime in REGIMES
+                  for encoder in NARROW_REGIMES.get(regime, (ENCODERS,))[0])
 
 
 def _finetune_runs(graphs: Sequence[FileGraph], workspace_dir: Path) -> Dict[Tuple[str, str, str], List[dict]]:
@@ -315,10 +331,11 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
     for table, (task, metric) in TASKS.items():
         lines += [f"{task} {metric} (mean ± sd over seeds; the paper's Wolof µB-M: {PAPER[table]:.2f}); "
                   "under each, dev and the fine-tuning steps run (best epoch):", "",
-                  "| encoder (mean ± sd over seeds) | " + " | ".join(f"regime {r}" for r in REGIMES) + " |", "|---|" + "---|" * len(REGIMES)]
+                  "| encoder (mean ± sd over seeds) | " + " | ".join(f"regime {r}" for r in regimes_of(table)) + " |",
+                  "|---|" + "---|" * len(regimes_of(table))]
         for encoder in ENCODERS:
             texts = []
-            for regime in REGIMES:
+            for regime in regimes_of(table):
                 cell = by_key.get((table, encoder, regime))
                 if cell is None:
                     finished = (so_far or {}).get((table, encoder, regime))
@@ -360,7 +377,8 @@ def markdown(cells: Sequence[Cell], effort: Dict, so_far: Optional[Dict] = None)
     files_text = ", ".join(f"`{p.name}`" for p in files()[:2])
     lines += ["", f"Cells: `tango run experiments/decomposition/<file>` ({len(files())} files, e.g. {files_text}; "
               "decomposition.libsonnet there says what each encoder and regime is); the random-init, cpu and cpu_relpos "
-              "cells of the cpu, cpu_x2 and paper_tenth regimes fit a 2-core machine, the rest need a GPU "
+              "cells of the cpu, cpu_x2 and paper_tenth regimes fit a 2-core machine, as do the `paper` encoder's NER cells "
+              "once its release is restored (releases/README.md); the rest need a GPU "
               "(`python tools/jobs.py run experiments/decomposition/<file> --budget SECONDS`)."]
     return "\n".join(lines) + "\n"
 

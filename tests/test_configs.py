@@ -125,7 +125,7 @@ def test_the_paper_scale_fine_tunes_each_task_under_a_named_regime():
     # PrOnto has no regime: its cells keep the scale's name.
     pronto = _builder('pronto_sample_experiment("paper")')
     assert {step["scale"] for step in pronto.values() if step["type"] == "score_cell"} == {"paper"}
-    with pytest.raises(RuntimeError, match="unknown regime paper_half; known: cpu, cpu_x2, paper, paper_tenth"):
+    with pytest.raises(RuntimeError, match="unknown regime paper_half; known: cpu, cpu_x2, paper, paper_ner_decay, paper_tenth"):
         _builder('experiment("wolof", "M", "paper", regime="paper_half")')
     with pytest.raises(RuntimeError, match="scale cpu has no fine-tuning regimes"):
         _builder('experiment("wolof", "M", "cpu", regime="paper")')

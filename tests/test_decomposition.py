@@ -145,8 +145,10 @@ def test_dev_curves_average_each_cells_seeds_and_the_figure_is_drawn_from_the_ca
 
 def test_decomposition_files_cover_the_grid():
     names = {p.name for p in decomposition.files()}
-    expected = {f"wolof_{e.replace('-', '_')}_{r}.jsonnet" for e in decomposition.ENCODERS for r in decomposition.REGIMES}
-    assert names == expected
+    assert names == set(decomposition.grid_files())
+    # Every encoder under each full regime, the narrow ones only where they are run.
+    assert len(names) == len(decomposition.ENCODERS) * (len(decomposition.REGIMES) - 1) + 1
+    assert "wolof_paper_paper_ner_decay.jsonnet" in names and "wolof_cpu_paper_ner_decay.jsonnet" not in names
 
 
 def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes_only_the_length():
@@ -248,3 +250,26 @@ def test_the_reference_head_regime_changes_only_the_head():
         elif step["type"] == "score_cell":
             assert (step.pop("scale"), ours[name].pop("scale")) == ("paper_tenth_reference", "paper_tenth")
         assert step == ours[name], name
+
+
+def test_the_ner_decay_regime_changes_only_the_ner_weight_decay():
+    """paper_ner_decay is the paper regime with NER weight decay 0.01 on each NER fine-tune, nothing
+    else, and its file holds no UD step (its UD would be the paper regime's own steps)."""
+    from tango.common import Params
+
+    from reporting.graphs import REPO
+
+    def steps(path):
+        return Params.from_file(REPO / path).as_dict()["steps"]
+
+    ours = steps("experiments/decomposition/wolof_paper_paper.jsonnet")
+    decayed = steps("experiments/decomposition/wolof_paper_paper_ner_decay.jsonnet")
+    assert set(decayed) == {name for name in ours if not name.startswith("ud_parser")}
+    assert sum(step["type"] == "finetune_ner" for step in decayed.values()) == 5
+    for name, step in decayed.items():
+        if step["type"] == "finetune_ner":
+            assert step["config"].pop("weight_decay") == 0.01 and "weight_decay" not in ours[name]["config"]
+        elif step["type"] == "score_cell":
+            assert (step.pop("scale"), ours[name].pop("scale")) == ("paper_ner_decay", "paper")
+        assert step == ours[name], name
+    assert decomposition.regimes_of("decomposition:ud")[-1] == "paper" and "paper_ner_decay" in decomposition.regimes_of("decomposition:ner")

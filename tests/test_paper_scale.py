@@ -62,6 +62,33 @@ def test_the_paper_scale_m_cell_is_the_decomposition_cells_dev_chose():
         assert tuned and all(paper_scale[name] == cell[name] for name in tuned), (task, regime)
 
 
+
+@pytest.mark.parametrize("condition", ["m", "mx", "mxpt_sla"])
+def test_the_ner_decay_files_are_the_paper_scale_ner_with_the_references_weight_decay(condition):
+    """experiments/paper/ner_decay: the paper-scale cell's NER under the paper regime, weight decay
+    0.01 its one change, nothing of UD (lib.only_tasks), on the same encoder; µB-M's fine-tunes are the
+    decomposition's paper_ner_decay cell, step for step."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+
+    def graph(file):
+        return StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+
+    paper, decayed = graph(f"experiments/paper/wolof_{condition}.jsonnet"), graph(f"experiments/paper/ner_decay/wolof_{condition}.jsonnet")
+    assert not [name for name in decayed if name.startswith(("ud_parser", "mlm"))]
+    assert decayed["pretrained_model"].unique_id == paper["pretrained_model"].unique_id
+    for seed in range(42, 47):
+        ours, base = decayed[f"ner_s{seed}"], paper[f"ner_s{seed}"]
+        changed = {k for k, v in vars(ours.kwargs["config"]).items() if vars(base.kwargs["config"])[k] != v}
+        assert changed == {"weight_decay"} and (ours.kwargs["config"].weight_decay, base.kwargs["config"].weight_decay) == (0.01, 0.0)
+        assert {k: v for k, v in ours.kwargs.items() if k != "config"}.keys() == {k for k in base.kwargs if k != "config"}
+        assert (decayed[f"ner_score_s{seed}"].kwargs["scale"], paper[f"ner_score_s{seed}"].kwargs["scale"]) == ("gpu-paper_ner_decay", "gpu-paper")
+    if condition == "m":
+        grid = graph("experiments/decomposition/wolof_paper_paper_ner_decay.jsonnet")
+        assert all(grid[f"ner_s{seed}"].unique_id == decayed[f"ner_s{seed}"].unique_id for seed in range(42, 47))
+
 def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
     """Any of the paper's five languages has its paper-scale cells, on its own data steps, with no new code."""
     from tango.common import Params

@@ -768,7 +768,7 @@ def _tables_of(text: str):
 
 
 def _check_results_layout(text: str):
-    head = text.splitlines()[:120]
+    head = text.splitlines()[:135]
     assert "## The paper's question" in head and "## Headline findings" in head
     assert head.index("## The paper's question") < head.index("## Headline findings")
     assert any(line.startswith("### Table 2: UD parsing") for line in head)
@@ -778,7 +778,7 @@ def _check_results_layout(text: str):
 
 
 def test_results_open_with_the_papers_question_and_table_2_and_label_every_plus_minus(one_cached_cell, tmp_path, monkeypatch):
-    """A generated RESULTS holds the paper's-question section and Table 2 in its first 120 lines, and
+    """A generated RESULTS holds the paper's-question section and Table 2 in its first 135 lines, and
     every table with a "±" says in its header which one ("± sd" or "± 95% CI"); the engineering
     figures and the runs go to their own files beside it. The committed RESULTS obeys the same."""
     workspace_dir, _ = one_cached_cell

@@ -13,6 +13,8 @@
 //            paper        the reference parser_eval.jsonnet: 3×400 BiLSTM, up to 300 epochs of 200 batches, patience 50
 //            paper_tenth_reference  paper_tenth with AllenNLP's head where ours differs: the embedder's
 //                         scalar mix without the embedding layer, and (parser) variational dropout
+//            paper_ner_decay  paper with the reference's NER weight decay (AllenNLP adamw's 0.01);
+//                         UD is the paper regime's own, so its files hold the NER cell alone
 // Each fine-tuning step is the cache entry of the file it comes from (experiments/seeds, experiments/paper,
 // experiments/long_pretraining): only
 // the score cells are new, relabelled table "decomposition:ud" / ":ner", row <encoder>, scale <regime>
@@ -27,9 +29,11 @@ local relative_positions(cell) = { steps: std.mapWithKey(
   cell.steps
 ) };
 
-function(encoder, regime, seeds=[42, 43, 44, 45, 46])
+// `tasks`: the grid tasks the file holds (lib.only_tasks); a regime that changes one task alone leaves
+// the other out, which would only repeat the steps of the regime it departs from under a new label.
+function(encoder, regime, seeds=[42, 43, 44, 45, 46], tasks=["ud_parser", "ner"])
   assert std.member(encoders, encoder) : "unknown encoder " + encoder + "; known: " + std.join(", ", encoders);
-  local cell =
+  local cell = lib.only_tasks(
     if encoder == "paper" then lib.experiment("wolof", "M", "paper", seeds=seeds, regime=regime)
     else lib.with_regime(
       if encoder == "random-init" then lib.random_init_experiment("wolof", "cpu", seeds=seeds)
@@ -37,7 +41,7 @@ function(encoder, regime, seeds=[42, 43, 44, 45, 46])
       else if encoder == "cpu_relpos" then relative_positions(lib.experiment("wolof", "M", "cpu", seeds=seeds))
       else long("M", seeds),
       regime
-    );
+    ), tasks);
   {
     steps: std.mapWithKey(
       function(name, step)

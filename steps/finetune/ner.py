@@ -19,7 +19,7 @@ for model selection with early stopping, test span F1 reported. Deliberate choic
 
 One departure from the reference that every committed NER figure shares (docs/decisions.md,
 "Fine-tuning regimes"): ``weight_decay`` is 0, where the reference's optimizer (AllenNLP's
-``adamw``) decays by 0.01. A syntax-guided encoder's structural-probe term (Ahmad et al., §2.4)
+``adamw``) decays by 0.01; the paper scale's ``paper_ner_decay`` regime sets the reference's. A syntax-guided encoder's structural-probe term (Ahmad et al., §2.4)
 meets the CRF's summed loss as ``probe_weighting`` says (`models.crf_tagger`); the experiment
 files give it Ahmad et al.'s balance, ``"per_word"``.
 
