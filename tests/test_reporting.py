@@ -140,6 +140,9 @@ def test_a_shared_step_takes_a_table_files_labels_then_a_checks_then_a_grids(tmp
     names = ["experiments/decomposition/wolof_paper_paper.jsonnet", "experiments/paper/paper_regime/wolof_m.jsonnet",
              "experiments/paper/wolof_m.jsonnet"]
     grid, check, table = load_graphs([REPO / name for name in names], tmp_path)
+    from reporting.graphs import is_check_file
+    checks = {path.parent.name for path in (REPO / "experiments/paper").rglob("*.jsonnet") if is_check_file(str(path.relative_to(REPO)))}
+    assert checks == {"paper_regime", "ner_decay"}  # not related/ (its own table's cells), not the table files
     assert grid.steps["ud_parser_s44"] == check.steps["ud_parser_s44"]
     for order in ([grid, check, table], [table, grid, check]):
         labels = graph_labels(order)
@@ -752,6 +755,13 @@ def test_the_paper_question_pairs_each_bias_with_m_beside_the_papers_delta():
     coptic = report.question_section(cells + [cell("table2", "cpu", "M", "coptic", [84.0, 84.5, 85.0])])
     assert "\nCoptic: µB-M only so far (UD LAS 84.50, 42–44), no syntactic-bias condition beside it at this scale.\n" in coptic
     assert "Wolof: µB-M only" not in coptic and "Coptic: µB-M only" not in text
+    # A regime that is no task's chosen one (configs/scales.libsonnet `chosen`) is a check: its own
+    # section, after the tables, and not the question's.
+    assert report.check_scale("gpu-paper_ner_decay") and not report.check_scale("gpu-paper") and not report.check_scale("cpu")
+    checked = cells + [cell("table3", "gpu-paper_ner_decay", row, "wolof", values) for row, values in (("M", [84.0, 85.0]), ("MX", [83.0, 85.5]))]
+    assert "gpu-paper_ner_decay" not in report.question_section(checked)
+    assert "### Scale `gpu-paper_ner_decay`" in (checks := report.question_section(checked, checks=True)) and "`cpu`" not in checks
+    assert report.question_section(cells, checks=True) == report.NOTHING
 
 
 def _tables_of(text: str):
@@ -768,7 +778,7 @@ def _tables_of(text: str):
 
 
 def _check_results_layout(text: str):
-    head = text.splitlines()[:135]
+    head = text.splitlines()[:120]
     assert "## The paper's question" in head and "## Headline findings" in head
     assert head.index("## The paper's question") < head.index("## Headline findings")
     assert any(line.startswith("### Table 2: UD parsing") for line in head)
@@ -778,7 +788,7 @@ def _check_results_layout(text: str):
 
 
 def test_results_open_with_the_papers_question_and_table_2_and_label_every_plus_minus(one_cached_cell, tmp_path, monkeypatch):
-    """A generated RESULTS holds the paper's-question section and Table 2 in its first 135 lines, and
+    """A generated RESULTS holds the paper's-question section and Table 2 in its first 120 lines, and
     every table with a "±" says in its header which one ("± sd" or "± 95% CI"); the engineering
     figures and the runs go to their own files beside it. The committed RESULTS obeys the same."""
     workspace_dir, _ = one_cached_cell
