@@ -52,6 +52,14 @@ def scale_label(path: str) -> str:
     return path
 
 
+def is_check_file(path: str) -> bool:
+    """A paper-scale file in a folder of its own under experiments/paper other than related/
+    (paper_regime/, ner_decay/): the paper-scale encoders fine-tuned under another regime than their
+    cells' chosen one, a check on a table cell rather than a cell of its own."""
+    parts = Path(path).parts
+    return len(parts) > 3 and parts[:2] == ("experiments", "paper") and parts[2] != "related"
+
+
 def _sha(*chunks: bytes) -> str:
     sha = hashlib.sha256()
     for chunk in chunks:
