@@ -617,3 +617,19 @@ def test_every_committed_release_matches_its_hashes_and_declares_a_step_this_cod
     kinds = {folder.relative_to(REPO / "releases").as_posix(): verify_release(folder, versions)["kind"] for folder in folders}
     assert {kinds[f"{language}/{name}-paper"] for language in ("wolof", "coptic") for name in ("parsed_corpus", "pretraining_data")} == {"data"}
     assert kinds["wolof/m-paper-s42"] == "result", kinds
+
+
+def test_each_committed_release_card_lists_the_committed_predictions_of_its_weights():
+    """A committed encoder release's downstream figures hold every cell of docs/predictions/ that
+    was fine-tuned from its weights (the same sha256), with the same figures: a cell exported after
+    its card was written shows here as missing until the card is written again."""
+    releases = sorted(path.parent for path in (REPO / "releases").glob("*/*/release.json")
+                      if json.loads(path.read_text())["files"].get("encoder/model.safetensors"))
+    assert releases, "no committed encoder release"
+    for folder in releases:
+        weights = json.loads((folder / "release.json").read_text())["files"]["encoder/model.safetensors"]
+        listed = {(c.task, c.scale, c.seed): (c.dev, c.test) for c in cache.release_downstream(folder)}
+        for c in cache.committed_cells(REPO / "docs" / "predictions", weights):
+            key = (c.task, c.scale, c.seed)
+            assert key in listed, f"{folder.relative_to(REPO)}: card lacks {key}"
+            assert listed[key] == tuple(None if f is None else round(f, 2) for f in (c.dev, c.test)), f"{folder.relative_to(REPO)}: {key}"
