@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from reporting.graphs import REPO, FileGraph, display_path, experiment_files, is_check_file, load_graphs, scale_label
+from reporting.graphs import REPO, FileGraph, display_path, experiment_files, is_check_file, is_grid_file, load_graphs, scale_label
 
 ENCODER_CLASSES = ("PretrainMicrobert", "RandomInitEncoder")
 
@@ -115,9 +115,8 @@ def graph_labels(graphs: Sequence[FileGraph]) -> Dict[str, Dict[str, Any]]:
     labels: Dict[str, Dict[str, Any]] = {}
     # A step several files share takes the labels of a table cell's file, then a check's
     # (graphs.is_check_file: the paper-scale encoders under another regime), then a grid's
-    # (the gap decomposition and long-pretraining files relabel rows as encoders and scales as regimes).
-    grids = ("experiments/decomposition/", "experiments/long_pretraining/")
-    for graph in sorted(graphs, key=lambda graph: (graph.path.startswith(grids), is_check_file(graph.path))):
+    # (graphs.is_grid_file: the gap decomposition and long-pretraining files relabel rows as encoders and scales as regimes).
+    for graph in sorted(graphs, key=lambda graph: (is_grid_file(graph.path), is_check_file(graph.path))):
         cell = graph.cells[0] if graph.cells else {}
         # A file whose tasks run at different scales (experiments/paper: UD and NER each under its own
         # regime) says each fine-tune's scale through the cell that scores it.

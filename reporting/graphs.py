@@ -52,6 +52,17 @@ def scale_label(path: str) -> str:
     return path
 
 
+# Grids beside the paper tables, with tables of their own: the Wolof gap decomposition
+# (reporting.decomposition) and the long-pretraining cells (reporting.report "Seed noise"). Their
+# files relabel rows as encoders and scales as fine-tuning regimes.
+GRID_FOLDERS = ("experiments/decomposition", "experiments/long_pretraining")
+
+
+def is_grid_file(path: str) -> bool:
+    """An experiment file of one of the `GRID_FOLDERS`."""
+    return Path(path).parts[:2] in {tuple(Path(folder).parts) for folder in GRID_FOLDERS}
+
+
 def is_check_file(path: str) -> bool:
     """A paper-scale file in a folder of its own under experiments/paper other than related/
     (paper_regime/, ner_decay/): the paper-scale encoders fine-tuned under another regime than their

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from reporting.cells import CSV_FIELDS, PREDICTIONS, Cell, collect_cells, csv_line, exported_cells, merge_record, record_cells
-from reporting.graphs import REPO
+from reporting.graphs import GRID_FOLDERS, REPO
 from reporting.languages import short_title, variant_of
 from reporting.significance import Difference, paired_difference
 from reporting.records import read_jsonl
@@ -123,9 +123,7 @@ def paper_values(paper: dict, table: str) -> Tuple[List[str], List[str], Dict[st
 
 
 TABLE_FOLDERS = ("experiments",)
-# Grids beside the paper tables, with tables of their own: the Wolof gap decomposition
-# (reporting.decomposition) and the long-pretraining cells (reporting.report "Seed noise").
-NOT_TABLE_FOLDERS = ("experiments/decomposition", "experiments/long_pretraining")
+NOT_TABLE_FOLDERS = GRID_FOLDERS  # grids beside the paper tables, with tables of their own
 
 
 def difference_baseline(table: str) -> Tuple[str, Optional[List[str]]]:
