@@ -1115,7 +1115,7 @@ def question_headline(points: Sequence[QuestionPoint]) -> str:
         for language, row in sorted(figures, key=lambda key: (rank(key[0]), key[1])):
             found = sorted(figures[(language, row)], key=lambda p: (p.table, p.scale))
             parts.append(f"{short_title(language)} µB-{row}: " + ", ".join(
-                f"{labels[p.table]} {_delta_text(p.difference)} (`{p.scale[4:]}` regime, seeds {_seeds_text(p.shared)}"
+                f"{labels[p.table]} {_delta_text(p.difference)} (`{p.scale[4:]}` {'check regime' if check_scale(p.scale) else 'regime'}, seeds {_seeds_text(p.shared)}"
                 + (f", {p.how}" if p.how else "") + ("" if p.published is None else f"; paper {p.published:+.2f}") + ")"
                 for p in found))
         named = [(name(p), p.difference, p.published) for group in figures.values() for p in group]

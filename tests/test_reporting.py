@@ -762,6 +762,7 @@ def test_the_paper_question_pairs_each_bias_with_m_beside_the_papers_delta():
     assert "gpu-paper_ner_decay" not in report.question_section(checked)
     assert "### Scale `gpu-paper_ner_decay`" in (checks := report.question_section(checked, checks=True)) and "`cpu`" not in checks
     assert report.question_section(cells, checks=True) == report.NOTHING
+    assert "NER F1" in (headline := report.question_headline(report.question_points(checked))) and "`paper_ner_decay` check regime, seeds 42, 43" in headline
 
 
 def _tables_of(text: str):
