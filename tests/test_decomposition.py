@@ -12,6 +12,26 @@ from reporting import decomposition
 from test_tables import _run
 
 
+def _graph(path):
+    """The step graph of an experiment file (a path from the repository root)."""
+    from tango.common import Params
+    from tango.step_graph import StepGraph
+
+    import steps  # noqa: F401
+    from reporting.graphs import REPO
+
+    return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
+
+
+def _written_steps(path):
+    """An experiment file's steps as written (plain dicts, before Tango builds them)."""
+    from tango.common import Params
+
+    from reporting.graphs import REPO
+
+    return Params.from_file(REPO / path).as_dict()["steps"]
+
+
 def _cell_file(path, encoder, regime, runs):
     """A decomposition cell's steps, named as lib.libsonnet names them: runs = [(seed, LAS, steps, best epoch)]."""
     steps = {}
@@ -155,18 +175,9 @@ def test_the_cpu_regime_cells_are_the_seed_files_fine_tunings_and_cpu_x2_changes
     """A cpu-regime cell runs nothing but its score cells on top of experiments/seeds' fine-tunings;
     cpu_x2 shares everything upstream of fine-tuning and changes epochs and patience alone, for
     UD and NER (one factor at a time)."""
-    from tango.common import Params
-    from tango.step_graph import StepGraph
-
-    import steps  # noqa: F401
-    from reporting.graphs import REPO
-
-    def graph(path):
-        return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
-
-    seeds = graph("experiments/seeds/wolof_m_5seeds.jsonnet")
-    cpu = graph("experiments/decomposition/wolof_cpu_cpu.jsonnet")
-    longer = graph("experiments/decomposition/wolof_cpu_cpu_x2.jsonnet")
+    seeds = _graph("experiments/seeds/wolof_m_5seeds.jsonnet")
+    cpu = _graph("experiments/decomposition/wolof_cpu_cpu.jsonnet")
+    longer = _graph("experiments/decomposition/wolof_cpu_cpu_x2.jsonnet")
     for name in seeds:
         if "_score_s" not in name and not name.endswith("_cell"):
             assert cpu[name].unique_id == seeds[name].unique_id, name
@@ -185,17 +196,8 @@ def test_cpu_relpos_changes_only_the_pretrained_positions():
     """One factor: the cpu_relpos cell shares every step upstream of pretraining with the cpu cell,
     pretrains with the same settings but the reference's relative_key_query positions, and fine-tunes
     and scores the same way."""
-    from tango.common import Params
-    from tango.step_graph import StepGraph
-
-    import steps  # noqa: F401
-    from reporting.graphs import REPO
-
-    def graph(path):
-        return StepGraph.from_params(Params.from_file(REPO / path).pop("steps"))
-
-    cpu = graph("experiments/decomposition/wolof_cpu_cpu.jsonnet")
-    relpos = graph("experiments/decomposition/wolof_cpu_relpos_cpu.jsonnet")
+    cpu = _graph("experiments/decomposition/wolof_cpu_cpu.jsonnet")
+    relpos = _graph("experiments/decomposition/wolof_cpu_relpos_cpu.jsonnet")
     assert set(cpu) == set(relpos)
     for name in ("corpus", "corpus_parser", "parsed_corpus", "tokenizer", "pretraining_data"):
         assert relpos[name].unique_id == cpu[name].unique_id, name
@@ -234,15 +236,8 @@ def test_the_committed_dev_curve_figure_keeps_its_cells_when_a_partial_cache_red
 
 def test_the_reference_head_regime_changes_only_the_head():
     """paper_tenth_reference is paper_tenth with reference_head set on each fine-tune, nothing else."""
-    from tango.common import Params
-
-    from reporting.graphs import REPO
-
-    def steps(path):
-        return Params.from_file(REPO / path).as_dict()["steps"]
-
-    ours = steps("experiments/decomposition/wolof_paper_paper_tenth.jsonnet")
-    reference = steps("experiments/decomposition/wolof_paper_paper_tenth_reference.jsonnet")
+    ours = _written_steps("experiments/decomposition/wolof_paper_paper_tenth.jsonnet")
+    reference = _written_steps("experiments/decomposition/wolof_paper_paper_tenth_reference.jsonnet")
     assert set(ours) == set(reference)
     for name, step in reference.items():
         if step["type"] in ("finetune_ud_parser", "finetune_ner"):
@@ -255,15 +250,8 @@ def test_the_reference_head_regime_changes_only_the_head():
 def test_the_ner_decay_regime_changes_only_the_ner_weight_decay():
     """paper_ner_decay is the paper regime with NER weight decay 0.01 on each NER fine-tune, nothing
     else, and its file holds no UD step (its UD would be the paper regime's own steps)."""
-    from tango.common import Params
-
-    from reporting.graphs import REPO
-
-    def steps(path):
-        return Params.from_file(REPO / path).as_dict()["steps"]
-
-    ours = steps("experiments/decomposition/wolof_paper_paper.jsonnet")
-    decayed = steps("experiments/decomposition/wolof_paper_paper_ner_decay.jsonnet")
+    ours = _written_steps("experiments/decomposition/wolof_paper_paper.jsonnet")
+    decayed = _written_steps("experiments/decomposition/wolof_paper_paper_ner_decay.jsonnet")
     assert set(decayed) == {name for name in ours if not name.startswith("ud_parser")}
     assert sum(step["type"] == "finetune_ner" for step in decayed.values()) == 5
     for name, step in decayed.items():

@@ -62,25 +62,24 @@ def test_the_paper_scale_m_cell_is_the_decomposition_cells_dev_chose():
         assert tuned and all(paper_scale[name] == cell[name] for name in tuned), (task, regime)
 
 
-
 @pytest.mark.parametrize("condition", ["m", "mx", "mxpt_sla"])
 def test_the_ner_decay_files_are_the_paper_scale_ner_with_the_references_weight_decay(condition):
     """experiments/paper/ner_decay: the paper-scale cell's NER under the paper regime, weight decay
     0.01 its one change, nothing of UD (lib.only_tasks), on the same encoder; µB-M's fine-tunes are the
     decomposition's paper_ner_decay cell, step for step."""
+    import copy
+
     from tango.common import Params
     from tango.step_graph import StepGraph
 
     import steps  # noqa: F401
 
-    def graph(file):
-        return StepGraph.from_params(Params.from_file(REPO / file).pop("steps"))
+    def written_and_graph(file):  # the steps as written, and Tango's graph of them, from one evaluation
+        written = Params.from_file(REPO / file).as_dict()["steps"]
+        return written, StepGraph.from_params(Params(copy.deepcopy(written)))
 
-    def steps_of(file):
-        return Params.from_file(REPO / file).as_dict()["steps"]
-
-    paper_file, decayed_file = f"experiments/paper/wolof_{condition}.jsonnet", f"experiments/paper/ner_decay/wolof_{condition}.jsonnet"
-    paper, decayed = graph(paper_file), graph(decayed_file)
+    paper_steps, paper = written_and_graph(f"experiments/paper/wolof_{condition}.jsonnet")
+    decayed_steps, decayed = written_and_graph(f"experiments/paper/ner_decay/wolof_{condition}.jsonnet")
     assert not [name for name in decayed if name.startswith(("ud_parser", "mlm"))]
     assert decayed["pretrained_model"].unique_id == paper["pretrained_model"].unique_id
     for seed in range(42, 47):
@@ -88,14 +87,13 @@ def test_the_ner_decay_files_are_the_paper_scale_ner_with_the_references_weight_
         changed = {k for k, v in vars(ours.kwargs["config"]).items() if vars(base.kwargs["config"])[k] != v}
         assert changed == {"weight_decay"} and (ours.kwargs["config"].weight_decay, base.kwargs["config"].weight_decay) == (0.01, 0.0)
         assert (decayed[f"ner_score_s{seed}"].kwargs["scale"], paper[f"ner_score_s{seed}"].kwargs["scale"]) == ("gpu-paper_ner_decay", "gpu-paper")
-    # Everything but the decay, step for step as written: encoder, parse, data, threads.
-    paper_steps, decayed_steps = steps_of(paper_file), steps_of(decayed_file)
-    for seed in range(42, 47):
-        ours, base = decayed_steps[f"ner_s{seed}"], paper_steps[f"ner_s{seed}"]
-        assert ours["config"].pop("weight_decay") == 0.01 and ours == base
+        # Everything but the decay, step for step as written: encoder, parse, data, threads.
+        written, written_base = decayed_steps[f"ner_s{seed}"], paper_steps[f"ner_s{seed}"]
+        assert written["config"].pop("weight_decay") == 0.01 and written == written_base
     if condition == "m":
-        grid = graph("experiments/decomposition/wolof_paper_paper_ner_decay.jsonnet")
+        _, grid = written_and_graph("experiments/decomposition/wolof_paper_paper_ner_decay.jsonnet")
         assert all(grid[f"ner_s{seed}"].unique_id == decayed[f"ner_s{seed}"].unique_id for seed in range(42, 47))
+
 
 def test_every_language_has_its_paper_scale_files_on_its_own_cpu_data_steps():
     """Any of the paper's five languages has its paper-scale cells, on its own data steps, with no new code."""
