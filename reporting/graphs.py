@@ -60,7 +60,7 @@ GRID_FOLDERS = ("experiments/decomposition", "experiments/long_pretraining")
 
 def is_grid_file(path: str) -> bool:
     """An experiment file of one of the `GRID_FOLDERS`."""
-    return Path(path).parts[:2] in {tuple(Path(folder).parts) for folder in GRID_FOLDERS}
+    return any(Path(path).is_relative_to(folder) for folder in GRID_FOLDERS)
 
 
 def is_check_file(path: str) -> bool:

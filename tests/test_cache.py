@@ -632,4 +632,4 @@ def test_each_committed_release_card_lists_the_committed_predictions_of_its_weig
         for c in cache.committed_cells(REPO / "docs" / "predictions", weights):
             key = (c.task, c.scale, c.seed)
             assert key in listed, f"{folder.relative_to(REPO)}: card lacks {key}"
-            assert listed[key] == tuple(None if f is None else round(f, 2) for f in (c.dev, c.test)), f"{folder.relative_to(REPO)}: {key}"
+            assert listed[key] == (cache._two_decimals(c.dev), cache._two_decimals(c.test)), f"{folder.relative_to(REPO)}: {key}"
