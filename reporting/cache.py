@@ -83,6 +83,7 @@ class Entry:
     dev: Optional[float] = None
     test: Optional[float] = None
     encoder: Optional[str] = None  # cells: the unique id (or HF name / path) of the encoder fine-tuned
+    added_attention: Optional[str] = None  # cells: attention the fine-tuning put on the encoder ("syntax_gat"), if any
     experiments: List[str] = field(default_factory=list)  # files whose graph holds the step
 
 
@@ -198,6 +199,7 @@ def list_entries(workspace_dir: Path, graphs: Sequence[FileGraph] = ()) -> List[
             if entry.metric:
                 entry.dev = (metrics.get("dev") or {}).get(entry.metric)
                 entry.test = (metrics.get("test") or {}).get(entry.metric)
+            entry.added_attention = added_attention(metrics)
             encoders = [d for d in (info.dependencies if info is not None else ()) if _class_of(d) in ENCODER_CLASSES]
             entry.encoder = encoders[0] if encoders else metrics.get("encoder")
         entries.append(entry)
@@ -453,8 +455,13 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
     # A cell's scale names its fine-tuning (gpu-<regime> for a paper-scale file's, a grid's regime),
     # so one encoder's cells under two regimes read apart.
     marked = [(c, "") for c in downstream] + [(c, COMMITTED_MARK) for c in committed] + [(c, EARLIER_MARK) for c in earlier]
-    rows = [f"| {c.task} | {c.scale or '—'} | {c.seed} | {_figure(c.dev)} | {_figure(c.test)}{mark} | {c.metric} |"
+    # A column for what a fine-tuning put on the encoder only where some cell did (M+G's GAT).
+    added = any(c.added_attention for c, _ in marked)
+    rows = [f"| {c.task} | {c.scale or '—'} |" + (f" {ADDED_ATTENTION.get(c.added_attention, c.added_attention or '—')} |" if added else "")
+            + f" {c.seed} | {_figure(c.dev)} | {_figure(c.test)}{mark} | {c.metric} |"
             for c, mark in sorted(marked, key=lambda cm: _cell_order(cm[0]))]
+    head = ["| task | scale | added at fine-tuning | seed | dev | test | metric |", "|---|---|---|---|---|---|---|"] if added else \
+           ["| task | scale | seed | dev | test | metric |", "|---|---|---|---|---|---|"]
     if committed:
         rows += ["", f"{COMMITTED_MARK.strip()} from the project's committed predictions (`docs/predictions/`, re-scorable there): "
                      "fine-tuned from these weights (the same sha256) in a cache other than the one that wrote this card."]
@@ -487,7 +494,7 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
         "",
         "## Downstream",
         "",
-        *(["| task | scale | seed | dev | test | metric |", "|---|---|---|---|---|---|", *rows] if rows else
+        *([*head, *rows] if rows else
           ["No fine-tuned cell of this encoder was in the cache that wrote this card."]),
         "",
         "## Load",
@@ -510,17 +517,31 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
 EARLIER_MARK = " †"
 COMMITTED_MARK = " ‡"
 PREDICTIONS = Path("docs/predictions")  # tools/export_predictions.py's record
-DOWNSTREAM_FIELDS = ("task", "scale", "seed", "dev", "test", "metric")
+DOWNSTREAM_FIELDS = ("task", "scale", "added_attention", "seed", "dev", "test", "metric")
+ADDED_ATTENTION = {"syntax_gat": "syntax-guided GAT"}  # how a card names what a fine-tuning put on the encoder
 
 
-def _cell_order(cell: Entry) -> Tuple[str, str, int]:
-    """A downstream cell's place on a card and in downstream.json: task, scale, seed."""
-    return cell.task or "", cell.scale or "", cell.seed or 0
+def added_attention(metrics: Dict[str, Any]) -> Optional[str]:
+    """What a fine-tuning result's metrics say it put on the encoder: "syntax_gat" (the M+G rows of
+    the related-biases table), else None. Such a cell shares the task, scale and seed of the
+    encoder's plain cell, so a card keeps the two apart by it."""
+    return "syntax_gat" if metrics.get("syntax_gat") is not None else None
+
+
+def _cell_key(cell: Entry) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[int]]:
+    """What one downstream cell of an encoder is: task, scale, attention added at fine-tuning, seed."""
+    return cell.task, cell.scale, cell.added_attention, cell.seed
+
+
+def _cell_order(cell: Entry) -> Tuple[str, str, str, int]:
+    """A downstream cell's place on a card and in downstream.json: task, scale, added attention, seed."""
+    return cell.task or "", cell.scale or "", cell.added_attention or "", cell.seed or 0
 
 
 def release_downstream(folder: Path) -> List[Entry]:
-    """The downstream cells a release records (its downstream.json: task, scale, seed, dev, test and
-    metric of each), as cells; none without one."""
+    """The downstream cells a release records (its downstream.json: task, scale, added attention
+    (absent in a record written before cards kept it: none), seed, dev, test and metric of each), as
+    cells; none without one."""
     from steps.common.releases import DOWNSTREAM_FILE
 
     path = Path(folder) / DOWNSTREAM_FILE
@@ -550,7 +571,7 @@ def _two_decimals(figure: Optional[float]) -> Optional[float]:
 def committed_cells(predictions: Path, weights_sha256: Optional[str]) -> List[Entry]:
     """The cells of the committed predictions (``metrics.json`` files under ``predictions``, as
     tools/export_predictions.py writes them) whose encoder's weights had this sha256; one per task,
-    scale and seed. Predictions exported without a weights hash match nothing."""
+    scale, added attention and seed. Predictions exported without a weights hash match nothing."""
     cells: List[Entry] = []
     if weights_sha256 is None or not Path(predictions).is_dir():
         return cells
@@ -564,15 +585,15 @@ def committed_cells(predictions: Path, weights_sha256: Optional[str]) -> List[En
         metric = metrics.get("primary_metric")
         cell = Entry("", "cell", "", task=metrics.get("task"), scale=(metrics.get("cell") or {}).get("scale"),
                      seed=metrics.get("seed"), metric=metric, dev=(metrics.get("dev") or {}).get(metric),
-                     test=(metrics.get("test") or {}).get(metric))
+                     test=(metrics.get("test") or {}).get(metric), added_attention=added_attention(metrics))
         cells += earlier_rows(cells, [cell])
     return cells
 
 
 def earlier_rows(cached: Sequence[Entry], earlier: Sequence[Entry]) -> List[Entry]:
-    """The earlier record's cells that this cache has none for (same task, scale and seed)."""
-    have = {(c.task, c.scale, c.seed) for c in cached}
-    return [c for c in earlier if (c.task, c.scale, c.seed) not in have]
+    """The earlier record's cells that this cache has none for (the same `_cell_key`)."""
+    have = {_cell_key(c) for c in cached}
+    return [c for c in earlier if _cell_key(c) not in have]
 
 
 def export_entry(workspace_dir: Path, key: str, out: Path, graphs: Optional[Sequence[FileGraph]] = None) -> Path:

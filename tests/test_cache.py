@@ -538,6 +538,37 @@ def test_downstream_figures_are_written_at_the_card_s_two_decimals(tmp_path):
     assert [(c.seed, c.dev, c.test) for c in cache.release_downstream(tmp_path)] == [(42, 90.49, None), (46, 76.1, 77.23)]
 
 
+def test_a_cell_fine_tuned_with_added_attention_is_its_own_row_on_the_card(tmp_path):
+    """M+G fine-tunes µB-M's weights with a syntax-guided GAT: the same task, scale and seed as µB-M's
+    plain cell, and another figure. The committed record keeps both, downstream.json and the card
+    say which is which, and a record written before cards kept the field reads as plain."""
+    plain = {"task": "ud_parsing", "primary_metric": "las", "seed": 42, "syntax_gat": None, "encoder_sha256": "ab",
+             "dev": {"las": 74.0}, "test": {"las": 75.07}, "cell": {"scale": "gpu-paper_tenth", "row": "M"}}
+    gat = {**plain, "syntax_gat": {"gat_max_distance": 1}, "dev": {"las": 74.5}, "test": {"las": 75.5},
+           "cell": {"scale": "gpu-paper_tenth", "row": "M+G"}}
+    for folder, metrics in (("table2/M", plain), ("related/ud/M+G", gat), ("other", {**gat, "encoder_sha256": "cd"})):
+        (tmp_path / "predictions" / folder).mkdir(parents=True)
+        (tmp_path / "predictions" / folder / "metrics.json").write_text(json.dumps(metrics))
+    cells = cache.committed_cells(tmp_path / "predictions", "ab")
+    assert {(c.added_attention, c.test) for c in cells} == {(None, 75.07), ("syntax_gat", 75.5)} and len(cells) == 2
+    [plain_cell] = [c for c in cells if c.added_attention is None]
+    assert cache.earlier_rows([plain_cell], cells) == [c for c in cells if c is not plain_cell]
+    cache.write_downstream(tmp_path, cells)
+    assert [(r["added_attention"], r["test"]) for r in json.loads((tmp_path / "downstream.json").read_text())["cells"]] == [
+        (None, 75.07), ("syntax_gat", 75.5)]
+    assert {cache._cell_key(c) for c in cache.release_downstream(tmp_path)} == {cache._cell_key(c) for c in cells}
+    entry = cache.Entry("PretrainMicrobert-002-x", "encoder", "PretrainMicrobert", language="wolof", condition="M", scale="gpu", seed=42)
+    card = cache.model_card(entry, {}, {}, stock=True, committed=cells)
+    assert "| task | scale | added at fine-tuning | seed | dev | test | metric |" in card
+    assert "| ud_parsing | gpu-paper_tenth | — | 42 | 74.00 | 75.07 ‡ | las |" in card
+    assert "| ud_parsing | gpu-paper_tenth | syntax-guided GAT | 42 | 74.50 | 75.50 ‡ | las |" in card
+    # A card none of whose cells added anything keeps the plain columns.
+    assert "| task | scale | seed | dev | test | metric |" in cache.model_card(entry, {}, {}, stock=True, committed=[plain_cell])
+    (tmp_path / "downstream.json").write_text(json.dumps({"cells": [{"task": "ner", "scale": "gpu-paper", "seed": 42,
+                                                                       "dev": 90.49, "test": 85.37, "metric": "f1"}]}))
+    assert [c.added_attention for c in cache.release_downstream(tmp_path)] == [None]
+
+
 def test_a_release_is_refused_when_its_record_or_declared_step_does_not_hold(small_cache, tmp_path):
     from steps.common.releases import ReleaseRefused, digest_of, restore_release, sha256_of
 
@@ -628,8 +659,8 @@ def test_each_committed_release_card_lists_the_committed_predictions_of_its_weig
     assert releases, "no committed encoder release"
     for folder in releases:
         weights = json.loads((folder / "release.json").read_text())["files"]["encoder/model.safetensors"]
-        listed = {(c.task, c.scale, c.seed): (c.dev, c.test) for c in cache.release_downstream(folder)}
+        listed = {cache._cell_key(c): (c.dev, c.test) for c in cache.release_downstream(folder)}
         for c in cache.committed_cells(REPO / "docs" / "predictions", weights):
-            key = (c.task, c.scale, c.seed)
+            key = cache._cell_key(c)
             assert key in listed, f"{folder.relative_to(REPO)}: card lacks {key}"
             assert listed[key] == (cache._two_decimals(c.dev), cache._two_decimals(c.test)), f"{folder.relative_to(REPO)}: {key}"
