@@ -457,11 +457,12 @@ def model_card(entry: Entry, metrics: Dict[str, Any], config: Dict[str, Any], st
     marked = [(c, "") for c in downstream] + [(c, COMMITTED_MARK) for c in committed] + [(c, EARLIER_MARK) for c in earlier]
     # A column for what a fine-tuning put on the encoder only where some cell did (M+G's GAT).
     added = any(c.added_attention for c, _ in marked)
-    rows = [f"| {c.task} | {c.scale or '—'} |" + (f" {ADDED_ATTENTION.get(c.added_attention, c.added_attention or '—')} |" if added else "")
-            + f" {c.seed} | {_figure(c.dev)} | {_figure(c.test)}{mark} | {c.metric} |"
+    columns = ["task", "scale", *(["added at fine-tuning"] if added else []), "seed", "dev", "test", "metric"]
+    head = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    rows = ["| " + " | ".join(map(str, [c.task, c.scale or "—",
+                                        *([ADDED_ATTENTION.get(c.added_attention, c.added_attention or "—")] if added else []),
+                                        c.seed, _figure(c.dev), _figure(c.test) + mark, c.metric])) + " |"
             for c, mark in sorted(marked, key=lambda cm: _cell_order(cm[0]))]
-    head = ["| task | scale | added at fine-tuning | seed | dev | test | metric |", "|---|---|---|---|---|---|---|"] if added else \
-           ["| task | scale | seed | dev | test | metric |", "|---|---|---|---|---|---|"]
     if committed:
         rows += ["", f"{COMMITTED_MARK.strip()} from the project's committed predictions (`docs/predictions/`, re-scorable there): "
                      "fine-tuned from these weights (the same sha256) in a cache other than the one that wrote this card."]
